@@ -1,0 +1,492 @@
+"""Command tree. Each command parses its arguments, calls one MemoryStore method and
+hands the result to the renderer of the chosen format."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from .. import __version__
+from ..errors import BadInputError
+from ..models import NODE_KINDS, STORABLE_KINDS
+from ..render import emit, resolve_format
+from .edge import NervamemGroup
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+app = typer.Typer(
+    cls=NervamemGroup,
+    name="nervamem",
+    help=(
+        "Bi-temporal graph memory for AI agents, in one SQLite file.\n\n"
+        "Store decisions, facts and outcomes; recall them within a token budget; "
+        "supersede old truths without losing them.\n\n"
+        "\b\nExample:\n  nervamem store decision 'Chose JWT for auth' -e AuthService\n"
+        "  nervamem recall 'auth mechanism' --budget 300"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings=CONTEXT_SETTINGS,
+)
+
+
+@dataclass
+class Settings:
+    db: str | None = None
+    namespace: str | None = None
+    fmt: str | None = None
+    tokenizer: str | None = None
+
+
+def _complete_kind(incomplete: str) -> list[str]:
+    return [k for k in STORABLE_KINDS if k.startswith(incomplete)]
+
+
+def _complete_any_kind(incomplete: str) -> list[str]:
+    return [k for k in NODE_KINDS if k.startswith(incomplete)]
+
+
+def _complete_namespace(ctx: typer.Context, incomplete: str) -> list[str]:
+    try:
+        from ..store import MemoryStore
+
+        root = ctx.find_root().params
+        with MemoryStore(root.get("db")) as store:
+            names = [info.name for info in store.list_namespaces()]
+    except Exception:
+        return []
+    return [n for n in names if n.startswith(incomplete)]
+
+
+NsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ns",
+        help="Namespace to use instead of the active one.",
+        autocompletion=_complete_namespace,
+    ),
+]
+FormatOption = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        "-f",
+        help="Output format: markdown, json or table (default: table on a terminal, "
+        "markdown when piped; env NERVAMEM_FORMAT).",
+        autocompletion=lambda incomplete: [
+            f for f in ("markdown", "json", "table") if f.startswith(incomplete)
+        ],
+    ),
+]
+
+
+def _settings(ctx: typer.Context) -> Settings:
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, Settings) else Settings()
+
+
+def _open(ctx: typer.Context, namespace: str | None = None) -> MemoryStore:
+    from ..store import MemoryStore
+
+    settings = _settings(ctx)
+    return MemoryStore(settings.db, namespace=namespace or settings.namespace)
+
+
+def _format(ctx: typer.Context, fmt: str | None) -> str:
+    return resolve_format(fmt, _settings(ctx).fmt)
+
+
+def _read_stdin(what: str) -> str:
+    if sys.stdin is None:
+        raise BadInputError(f"{what} '-' needs standard input")
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInputError(
+            f"{what} on standard input is not valid UTF-8 (byte {exc.start})"
+        ) from None
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"nervamem {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="Store file (else NERVAPACK_MEMORY_DB, .nervapack/memory.db upwards, "
+            "~/.nervapack/memory.db).",
+        ),
+    ] = None,
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(
+            "--tokenizer",
+            help="Token counter for budgets: char or tiktoken (env NERVAMEM_TOKENIZER).",
+            autocompletion=lambda incomplete: [
+                t for t in ("char", "tiktoken") if t.startswith(incomplete)
+            ],
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", help="Print the version and exit.", callback=_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    ctx.obj = Settings(db=db, namespace=namespace, fmt=fmt, tokenizer=tokenizer)
+
+
+@app.command()
+def init(
+    ctx: typer.Context,
+    global_: Annotated[
+        bool, typer.Option("--global", help="Create the home store ~/.nervapack/memory.db.")
+    ] = False,
+    fmt: FormatOption = None,
+) -> None:
+    """Create a store in ./.nervapack/memory.db (idempotent).
+
+    \b
+    Example:
+      nervamem init            # project store in the current folder
+      nervamem init --global   # ~/.nervapack/memory.db
+    """
+    from ..locate import ENV_DB, STORE_DIR, STORE_FILE, home_store
+    from ..models import InitResult
+    from ..store import MemoryStore
+
+    settings = _settings(ctx)
+    output = _format(ctx, fmt)
+    if global_:
+        target = home_store()
+    elif settings.db:
+        target = Path(settings.db).expanduser()
+    else:
+        import os
+
+        target = Path(os.environ[ENV_DB]) if os.environ.get(ENV_DB) else Path.cwd()
+        if not os.environ.get(ENV_DB):
+            target = target / STORE_DIR / STORE_FILE
+    existed = target.exists()
+    MemoryStore(target).close()
+    emit("init", InitResult(db_path=str(target.resolve()), created=not existed), output)
+
+
+@app.command()
+def store(
+    ctx: typer.Context,
+    kind: Annotated[
+        str,
+        typer.Argument(
+            help="fact, decision, action, outcome, entity, procedure or preference.",
+            autocompletion=_complete_kind,
+            show_default=False,
+        ),
+    ],
+    content: Annotated[
+        str, typer.Argument(help="The memory text, or '-' to read it from standard input.")
+    ],
+    entity: Annotated[
+        list[str] | None,
+        typer.Option("--entity", "-e", help="Entity the memory is about (repeatable)."),
+    ] = None,
+    confidence: Annotated[
+        float, typer.Option("--confidence", help="Confidence between 0 and 1.")
+    ] = 1.0,
+    valid_from: Annotated[
+        str | None,
+        typer.Option("--valid-from", help="When it became true (ISO-8601; default now, UTC)."),
+    ] = None,
+    supersedes: Annotated[
+        str | None, typer.Option("--supersedes", help="ID of the node this one replaces.")
+    ] = None,
+    contradicts: Annotated[
+        list[str] | None, typer.Option("--contradicts", help="ID this conflicts with.")
+    ] = None,
+    caused_by: Annotated[
+        list[str] | None,
+        typer.Option("--caused-by", help="ID of the decision or action that produced this."),
+    ] = None,
+    derived_from: Annotated[
+        list[str] | None, typer.Option("--derived-from", help="ID this is inferred from.")
+    ] = None,
+    rationale: Annotated[
+        str | None, typer.Option("--rationale", help="Why (decisions only).")
+    ] = None,
+    rejected: Annotated[
+        list[str] | None,
+        typer.Option("--rejected", help="An alternative that was rejected (decisions only)."),
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Session ID (default: the active one).")
+    ] = None,
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+) -> None:
+    """Store a memory and print its ID.
+
+    \b
+    Example:
+      nervamem store decision "Chose JWT for auth" -e AuthService --rationale stateless
+      ID=$(nervamem store fact "auth tokens last 15 minutes" -e auth_service)
+      git log -1 --format=%B | nervamem store action -
+    """
+    output = _format(ctx, fmt)
+    text = _read_stdin("content") if content == "-" else content
+    with _open(ctx, namespace) as memory:
+        node_id = memory.store(
+            kind,
+            text,
+            entities=entity or (),
+            confidence=confidence,
+            valid_from=valid_from,
+            supersedes=supersedes,
+            contradicts=contradicts or (),
+            caused_by=caused_by or (),
+            derived_from=derived_from or (),
+            rationale=rationale,
+            rejected=rejected or (),
+            session=session,
+        )
+    emit("id", node_id, output)
+
+
+@app.command()
+def recall(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to remember, or '-' to read it from stdin.")],
+    budget: Annotated[
+        int, typer.Option("--budget", "-b", help="Hard limit on output tokens.")
+    ] = 500,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="Show what was true at this date/time.")
+    ] = None,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option("--kind", "-k", help="Only these kinds (repeatable).",
+                     autocompletion=_complete_any_kind),
+    ] = None,
+    hops: Annotated[
+        int, typer.Option("--hops", help="Graph expansion depth (0 turns it off).")
+    ] = 2,
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+    tokenizer: Annotated[
+        str | None, typer.Option("--tokenizer", help="char or tiktoken.")
+    ] = None,
+) -> None:
+    """Recall what is relevant to QUERY, within a token budget.
+
+    \b
+    Example:
+      nervamem recall "auth mechanism"
+      nervamem recall "auth mechanism" --as-of 2026-03-15 --budget 300
+      nervamem recall "why JWT" --kind decision --format json
+    """
+    output = _format(ctx, fmt)
+    text = _read_stdin("query") if query == "-" else query
+    with _open(ctx, namespace) as memory:
+        result = memory.recall(
+            text,
+            budget_tokens=budget,
+            as_of=as_of,
+            kinds=kind or None,
+            hops=hops,
+            tokenizer=tokenizer or _settings(ctx).tokenizer,
+        )
+    emit("recall", result, output)
+
+
+@app.command()
+def timeline(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to trace, or '-' to read it from stdin.")],
+    limit: Annotated[int, typer.Option("--limit", help="At most this many versions.")] = 100,
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+) -> None:
+    """Every version of what matches QUERY, oldest first, superseded ones marked.
+
+    \b
+    Example:
+      nervamem timeline auth
+    """
+    output = _format(ctx, fmt)
+    text = _read_stdin("query") if query == "-" else query
+    with _open(ctx, namespace) as memory:
+        items = memory.timeline(text, limit=limit)
+    emit("timeline", items, output)
+
+
+@app.command()
+def forget(
+    ctx: typer.Context,
+    node_id: Annotated[str, typer.Argument(metavar="ID", help="Node ID or unique prefix.")],
+    purge: Annotated[
+        bool, typer.Option("--purge", help="Delete it for good, leaving no trace on disk.")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before purging.")] = False,
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+) -> None:
+    """Forget a node (tombstone it), or purge it for good.
+
+    \b
+    Example:
+      nervamem forget f_0019f2a3
+      nervamem forget f_0019f2a3 --purge --yes
+    """
+    output = _format(ctx, fmt)
+    with _open(ctx, namespace) as memory:
+        target = memory.resolve_id(node_id)
+        if purge and not yes:
+            if not sys.stdin.isatty():
+                raise BadInputError("forget --purge needs --yes when no one can be asked")
+            if not typer.confirm(f"Purge {target} for good?", default=False):
+                raise typer.Exit(1)
+        result = memory.forget(target, purge=purge)
+    emit("forget", result, output)
+
+
+@app.command()
+def stats(ctx: typer.Context, namespace: NsOption = None, fmt: FormatOption = None) -> None:
+    """Counts of nodes and edges in a namespace, and where the store is.
+
+    \b
+    Example:
+      nervamem stats --format json
+    """
+    output = _format(ctx, fmt)
+    with _open(ctx, namespace) as memory:
+        result = memory.stats()
+    emit("stats", result, output)
+
+
+session_app = typer.Typer(
+    cls=NervamemGroup,
+    help="Start and end sessions (a session scopes what an agent did in one task).",
+    no_args_is_help=True,
+    context_settings=CONTEXT_SETTINGS,
+)
+app.add_typer(session_app, name="session")
+
+
+@session_app.command("start")
+def session_start(
+    ctx: typer.Context,
+    title: Annotated[str | None, typer.Argument(help="What the session is about.")] = None,
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+) -> None:
+    """Start a session, make it active and print its ID.
+
+    \b
+    Example:
+      SID=$(nervamem session start "migrate auth to JWT")
+    """
+    output = _format(ctx, fmt)
+    with _open(ctx, namespace) as memory:
+        session_id = memory.start_session(title)
+    emit("id", session_id, output)
+
+
+@session_app.command("end")
+def session_end(
+    ctx: typer.Context,
+    summary: Annotated[str | None, typer.Option("--summary", help="What was done.")] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Session ID (default: the active one).")
+    ] = None,
+    fmt: FormatOption = None,
+) -> None:
+    """End a session and queue it for consolidation.
+
+    \b
+    Example:
+      nervamem session end --summary "auth now uses JWT"
+    """
+    output = _format(ctx, fmt)
+    with _open(ctx) as memory:
+        session_id = memory.end_session(session, summary=summary)
+    emit("id", session_id, output)
+
+
+ns_app = typer.Typer(
+    cls=NervamemGroup,
+    help="Namespaces: separate memories in one store.",
+    no_args_is_help=True,
+    context_settings=CONTEXT_SETTINGS,
+)
+app.add_typer(ns_app, name="ns")
+
+
+@ns_app.command("switch")
+def ns_switch(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Namespace name.", autocompletion=_complete_namespace)],
+    fmt: FormatOption = None,
+) -> None:
+    """Make NAME the active namespace (this ends the active session's scope).
+
+    \b
+    Example:
+      nervamem ns switch project_b
+    """
+    output = _format(ctx, fmt)
+    with _open(ctx) as memory:
+        result = memory.switch_namespace(name)
+    emit("ns_switch", result, output)
+
+
+@ns_app.command("list")
+def ns_list(ctx: typer.Context, fmt: FormatOption = None) -> None:
+    """List namespaces and how many live nodes each holds.
+
+    \b
+    Example:
+      nervamem ns list --format json
+    """
+    output = _format(ctx, fmt)
+    with _open(ctx) as memory:
+        result = memory.list_namespaces()
+    emit("ns_list", result, output)
+
+
+@ns_app.command("current")
+def ns_current(ctx: typer.Context, fmt: FormatOption = None) -> None:
+    """Show the active namespace and session.
+
+    \b
+    Example:
+      nervamem ns current
+    """
+    output = _format(ctx, fmt)
+    with _open(ctx) as memory:
+        result = memory.current()
+    emit("ns_current", result, output)
+
+
+def main(argv: list[str] | None = None) -> Any:
+    return app(args=argv, prog_name="nervamem")

@@ -1,0 +1,93 @@
+"""Where exceptions become exit codes: one line on stderr (or one JSON line), never a
+traceback unless NERVAMEM_DEBUG=1."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import typer
+from typer._click.exceptions import UsageError
+from typer.core import TyperGroup
+
+from ..errors import ExitCode, NervamemError
+
+ENV_DEBUG = "NERVAMEM_DEBUG"
+
+
+def _wants_json(args: Sequence[str]) -> bool:
+    for index, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--format" and index + 1 < len(args):
+            return args[index + 1].strip().lower() == "json"
+        if arg.startswith("--format="):
+            return arg.split("=", 1)[1].strip().lower() == "json"
+    return os.environ.get("NERVAMEM_FORMAT", "").strip().lower() == "json"
+
+
+def report(code: str, exit_code: int, message: str, args: Sequence[str]) -> None:
+    message = " ".join(message.split())
+    if _wants_json(args):
+        from ..render.json import error_line
+
+        sys.stderr.write(error_line(code, exit_code, message))
+    else:
+        sys.stderr.write(f"nervamem: error: {message}\n")
+    sys.stderr.flush()
+
+
+class NervamemGroup(TyperGroup):
+    """Runs the command tree with our own error edge instead of Click's multi-line one."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            result = super().main(
+                argv,
+                prog_name=prog_name or "nervamem",
+                complete_var=complete_var,
+                standalone_mode=False,
+                windows_expand_args=windows_expand_args,
+                **extra,
+            )
+        except NervamemError as exc:
+            if os.environ.get(ENV_DEBUG) == "1":
+                raise
+            report(exc.code, int(exc.exit_code), exc.message, argv)
+            sys.exit(int(exc.exit_code))
+        except UsageError as exc:
+            if os.environ.get(ENV_DEBUG) == "1":
+                raise
+            hint = ""
+            if exc.ctx is not None:
+                hint = f" (see '{exc.ctx.command_path} --help')"
+            report("usage", int(ExitCode.BAD_INPUT), exc.format_message() + hint, argv)
+            sys.exit(int(ExitCode.BAD_INPUT))
+        except typer.Abort:
+            report("aborted", 1, "aborted", argv)
+            sys.exit(1)
+        except typer.Exit as exc:
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            sys.exit(130)
+        except BrokenPipeError:
+            sys.exit(1)
+        except Exception as exc:
+            if os.environ.get(ENV_DEBUG) == "1":
+                raise
+            report("internal", 1, f"internal error: {type(exc).__name__}: {exc}", argv)
+            sys.exit(1)
+        if standalone_mode:
+            sys.exit(result if isinstance(result, int) else 0)
+        return result

@@ -1,0 +1,66 @@
+"""One exception hierarchy for the whole core.
+
+Every error carries a stable ``code`` (used in JSON error output) and the process
+``exit_code`` the CLI maps it to (see docs/exit-codes.md). The core raises these; only
+the CLI edge turns them into a line on stderr.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    STORE_UNAVAILABLE = 1
+    BAD_INPUT = 2
+    NOT_FOUND = 3
+
+
+class NervamemError(Exception):
+    code = "error"
+    exit_code = ExitCode.STORE_UNAVAILABLE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class StoreError(NervamemError):
+    """The store cannot be used: not a database, corrupt, unwritable, too new."""
+
+    code = "store_unavailable"
+    exit_code = ExitCode.STORE_UNAVAILABLE
+
+
+class StoreLockedError(StoreError):
+    code = "store_locked"
+
+
+class SchemaTooNewError(StoreError):
+    code = "schema_too_new"
+
+
+class StateError(StoreError):
+    """state.yaml beside the store is unreadable or holds nonsense."""
+
+    code = "bad_state"
+
+
+class BadInputError(NervamemError):
+    code = "bad_input"
+    exit_code = ExitCode.BAD_INPUT
+
+
+class NotFoundError(NervamemError):
+    code = "not_found"
+    exit_code = ExitCode.NOT_FOUND
+
+
+class AmbiguousIdError(NotFoundError):
+    code = "ambiguous"
+
+    def __init__(self, prefix: str, candidates: list[str]) -> None:
+        shown = ", ".join(candidates[:10]) + (" ..." if len(candidates) > 10 else "")
+        super().__init__(f"ID prefix {prefix!r} is ambiguous: {shown}")
+        self.candidates = candidates

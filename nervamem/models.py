@@ -1,0 +1,114 @@
+"""Plain, frozen value objects returned by the core. They know nothing of storage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STORABLE_KINDS = ("fact", "decision", "action", "outcome", "entity", "procedure", "preference")
+NODE_KINDS = ("session", *STORABLE_KINDS)
+EDGE_KINDS = (
+    "ABOUT",
+    "OCCURRED_IN",
+    "SUPERSEDES",
+    "CONTRADICTS",
+    "CAUSED",
+    "DERIVED_FROM",
+    "TOUCHES",
+)
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    kind: str
+    content: str
+    namespace: str
+    valid_from: str
+    valid_until: str | None
+    recorded_at: str
+    confidence: float
+    tombstoned: bool
+    access_count: int
+    last_accessed: str | None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecallItem:
+    id: str
+    short_id: str
+    kind: str
+    content: str
+    score: float
+    relevance: float
+    recency: float
+    frequency: float
+    connectivity: float
+    confidence: float
+    valid_from: str
+    valid_until: str | None
+    recorded_at: str
+    session_id: str | None
+    session_short_id: str | None
+    via: str  # "search" or "expansion"
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    query: str
+    as_of: str | None
+    budget_tokens: int
+    used_tokens: int
+    items: tuple[RecallItem, ...]
+    markdown: str
+    tokenizer: str
+
+
+@dataclass(frozen=True)
+class TimelineItem:
+    id: str
+    short_id: str
+    kind: str
+    content: str
+    valid_from: str
+    valid_until: str | None
+    recorded_at: str
+    superseded_by: str | None
+    superseded_by_short: str | None
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    id: str
+    purged: bool
+
+
+@dataclass(frozen=True)
+class NamespaceInfo:
+    name: str
+    nodes: int
+
+
+@dataclass(frozen=True)
+class CurrentContext:
+    namespace: str
+    session: str | None
+
+
+@dataclass(frozen=True)
+class Stats:
+    namespace: str
+    nodes: dict[str, int]
+    edges: dict[str, int]
+    tombstoned: int
+    superseded: int
+    pending_consolidation: int
+    db_path: str
+    db_bytes: int
+
+
+@dataclass(frozen=True)
+class InitResult:
+    db_path: str
+    created: bool

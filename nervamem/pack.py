@@ -1,0 +1,150 @@
+"""Budget packing and the Markdown layout of a recall.
+
+Invariant (never break it): the text returned by :func:`pack` measures at most
+``budget`` tokens under the given counter. Items are chosen greedily by score until the
+body reaches 90 % of the budget (the rest is kept for the provenance footer); the
+final text is then measured exactly and the lowest-scoring items are dropped until it
+fits. A budget that cannot hold even the empty header is refused, never exceeded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from .errors import BadInputError
+from .models import RecallItem
+from .tokens import CharTokenCounter, TokenCounter
+
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("decision", "Decisions"),
+    ("fact", "Facts"),
+    ("action", "Actions"),
+    ("outcome", "Outcomes"),
+    ("procedure", "Procedures"),
+    ("preference", "Preferences"),
+    ("session", "Sessions"),
+    ("entity", "Entities"),
+)
+SECTION_TITLE = dict(SECTIONS)
+HEADER_QUERY_CHARS = 60
+BODY_SHARE = 0.9
+
+
+def one_line(text: str) -> str:
+    """Collapse all whitespace so content can never break the Markdown structure."""
+    return " ".join(text.split())
+
+
+def header_query(query: str) -> str:
+    flat = one_line(query)
+    return flat if len(flat) <= HEADER_QUERY_CHARS else flat[: HEADER_QUERY_CHARS - 1] + "…"
+
+
+def item_line(item: RecallItem) -> str:
+    return (
+        f"- [{item.short_id}] {item.valid_from[:10]} · conf {item.confidence:.2f} — "
+        f"{one_line(item.content)}"
+    )
+
+
+def provenance_lines(items: Sequence[RecallItem]) -> list[str]:
+    by_session: dict[str, list[str]] = {}
+    for item in items:
+        if item.session_short_id:
+            by_session.setdefault(item.session_short_id, []).append(item.short_id)
+    return [f"{', '.join(ids)} ← session {session}" for session, ids in by_session.items()]
+
+
+def render(
+    query: str, as_of_label: str, items: Sequence[RecallItem], used: int, budget: int
+) -> str:
+    count = len(items)
+    lines = [
+        f'## Memory recall: "{header_query(query)}" (as of {as_of_label} · '
+        f"{count} item{'' if count == 1 else 's'} · {used}/{budget} tokens)"
+    ]
+    for kind, title in SECTIONS:
+        section = [item_line(item) for item in items if item.kind == kind]
+        if section:
+            lines += ["", f"### {title}", *section]
+    provenance = provenance_lines(items)
+    if provenance:
+        lines += ["", "### Provenance", *provenance]
+    return "\n".join(lines) + "\n"
+
+
+def _finalize(
+    query: str,
+    as_of_label: str,
+    items: Sequence[RecallItem],
+    budget: int,
+    counter: TokenCounter,
+) -> tuple[str, int]:
+    """Render with a header whose used/budget figure matches the text it heads."""
+    used = 0
+    text = render(query, as_of_label, items, used, budget)
+    for _ in range(5):
+        measured = counter.count(text)
+        if measured == used:
+            break
+        used = measured
+        text = render(query, as_of_label, items, used, budget)
+    return text, counter.count(text)
+
+
+class _Meter:
+    """Running token estimate of the body while items are added."""
+
+    def __init__(self, counter: TokenCounter, start: str) -> None:
+        self._counter = counter
+        self._exact_chars = isinstance(counter, CharTokenCounter)
+        self._chars = len(start)
+        self._tokens = counter.count(start)
+
+    def cost(self, piece: str) -> int:
+        if self._exact_chars:
+            return math.ceil((self._chars + len(piece)) / 4) - self._tokens
+        return self._counter.count(piece)
+
+    def add(self, piece: str, cost: int) -> None:
+        self._chars += len(piece)
+        self._tokens += cost
+
+    @property
+    def tokens(self) -> int:
+        return self._tokens
+
+
+def pack(
+    query: str,
+    as_of_label: str,
+    ranked: Sequence[RecallItem],
+    budget: int,
+    counter: TokenCounter,
+) -> tuple[list[RecallItem], str, int]:
+    """Choose items (highest score first) and render them within ``budget`` tokens."""
+    empty_text, empty_used = _finalize(query, as_of_label, [], budget, counter)
+    if empty_used > budget:
+        raise BadInputError(
+            f"--budget {budget} is too small: the recall header alone needs {empty_used} tokens"
+        )
+    body_limit = math.floor(budget * BODY_SHARE)
+    meter = _Meter(counter, empty_text)
+    chosen: list[RecallItem] = []
+    kinds_present: set[str] = set()
+    for item in ranked:
+        piece = item_line(item) + "\n"
+        if item.kind not in kinds_present:
+            piece += f"\n### {SECTION_TITLE[item.kind]}\n"
+        cost = meter.cost(piece)
+        if meter.tokens + cost > body_limit:
+            continue
+        meter.add(piece, cost)
+        chosen.append(item)
+        kinds_present.add(item.kind)
+    while True:
+        text, used = _finalize(query, as_of_label, chosen, budget, counter)
+        if used <= budget:
+            return chosen, text, used
+        chosen.pop()  # chosen is in score order: drop the weakest

@@ -1,0 +1,183 @@
+"""The recall and timeline operations of MemoryStore (kept apart so that write-only
+calls never import the ranking code)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from . import recall as rank
+from .errors import BadInputError
+from .models import NODE_KINDS, RecallItem, RecallResult, TimelineItem
+from .pack import pack
+from .timeparse import format_time, parse_time, to_datetime
+from .tokens import get_counter
+
+if TYPE_CHECKING:
+    from .store import MemoryStore
+
+MAX_BUDGET = 1_000_000
+MAX_HOPS = 5
+
+
+def _candidate_target(budget: int) -> int:
+    # Roughly how many item lines the budget could hold; later FTS stages run until the
+    # earlier ones have found at least this many candidates.
+    return max(10, min(200, budget // 12))
+
+
+def run_recall(
+    store: MemoryStore,
+    query: str,
+    *,
+    budget_tokens: int,
+    as_of: str | datetime | None,
+    kinds: Sequence[str] | None,
+    hops: int,
+    namespace: str | None,
+    tokenizer: str | None,
+) -> RecallResult:
+    if isinstance(budget_tokens, bool) or not 1 <= budget_tokens <= MAX_BUDGET:
+        raise BadInputError(f"--budget must be between 1 and {MAX_BUDGET}, not {budget_tokens}")
+    if not 0 <= hops <= MAX_HOPS:
+        raise BadInputError(f"--hops must be between 0 and {MAX_HOPS}, not {hops}")
+    for kind in kinds or ():
+        if kind not in NODE_KINDS:
+            raise BadInputError(f"unknown kind {kind[:40]!r}: use one of {', '.join(NODE_KINDS)}")
+    if "\x00" in query:
+        raise BadInputError("the query contains a NUL byte")
+    counter = get_counter(tokenizer)
+    ns = store._ns(namespace)
+    as_of_text = None
+    if as_of is not None:
+        as_of_text = format_time(as_of) if isinstance(as_of, datetime) else parse_time(
+            as_of, option="--as-of"
+        )
+    now = store._clock()
+    reference = to_datetime(as_of_text) if as_of_text else now
+    conn = store.connection
+
+    found = rank.search(
+        conn, ns, query, as_of=as_of_text, kinds=kinds, want=_candidate_target(budget_tokens)
+    )
+    if hops > 0 and found:
+        found = rank.expand(conn, ns, found, hops=hops, as_of=as_of_text, kinds=kinds)
+    degree = rank.degrees(conn, found)
+    scored = []
+    for candidate in found.values():
+        r = rank.recency(candidate.recorded_at, reference)
+        f = rank.frequency(candidate.access_count)
+        c = rank.connectivity(degree.get(candidate.id, 0))
+        scored.append((candidate.relevance * r * f * c, r, f, c, candidate))
+    scored.sort(key=lambda s: (-s[0], s[4].id))
+    sessions = rank.sessions_of(conn, [s[4].id for s in scored])
+    short = store.short_ids([*(s[4].id for s in scored), *sessions.values()])
+    ranked = [
+        RecallItem(
+            id=cand.id,
+            short_id=short[cand.id],
+            kind=cand.kind,
+            content=cand.content,
+            score=round(score, 6),
+            relevance=round(cand.relevance, 6),
+            recency=round(r, 6),
+            frequency=round(f, 6),
+            connectivity=round(c, 6),
+            confidence=cand.confidence,
+            valid_from=cand.valid_from,
+            valid_until=cand.valid_until,
+            recorded_at=cand.recorded_at,
+            session_id=sessions.get(cand.id),
+            session_short_id=short[sessions[cand.id]] if cand.id in sessions else None,
+            via=cand.via,
+        )
+        for score, r, f, c, cand in scored
+    ]
+    as_of_label = (as_of_text or format_time(now))[:10]
+    chosen, markdown, used = pack(query, as_of_label, ranked, budget_tokens, counter)
+    _touch(store, [item.id for item in chosen])
+    return RecallResult(
+        query=query,
+        as_of=as_of_text,
+        budget_tokens=budget_tokens,
+        used_tokens=used,
+        items=tuple(chosen),
+        markdown=markdown,
+        tokenizer=counter.name,
+    )
+
+
+def _touch(store: MemoryStore, ids: list[str]) -> None:
+    """Count the access of the returned nodes only. A read must not fail because the
+    store is read-only or briefly locked, so this bookkeeping is best effort."""
+    if not ids or store.read_only:
+        return
+    conn = store.connection
+    now = store._now()
+    try:
+        conn.execute("PRAGMA busy_timeout = 2000")
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "UPDATE mem_nodes SET access_count = access_count + 1, last_accessed = ? "
+            "WHERE id = ?",
+            [(now, node_id) for node_id in ids],
+        )
+        conn.execute("COMMIT")
+    except sqlite3.Error:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {store._busy_timeout_ms}")
+
+
+def run_timeline(
+    store: MemoryStore, query: str, *, namespace: str | None, limit: int
+) -> list[TimelineItem]:
+    if not 1 <= limit <= 100_000:
+        raise BadInputError(f"--limit must be between 1 and 100000, not {limit}")
+    if "\x00" in query:
+        raise BadInputError("the query contains a NUL byte")
+    ns = store._ns(namespace)
+    conn = store.connection
+    hits = rank.search(conn, ns, query, as_of=None, kinds=None, want=limit, apply_mask=False)
+    ids = set(list(hits)[:limit])
+    # Every version of what matched: follow SUPERSEDES both ways, transitively.
+    frontier = set(ids)
+    while frontier:
+        marks = ",".join("?" * len(frontier))
+        rows = conn.execute(
+            f"SELECT e.src, e.dst FROM mem_edges e WHERE e.kind = 'SUPERSEDES' AND "
+            f"(e.src IN ({marks}) OR e.dst IN ({marks}))",
+            [*frontier, *frontier],
+        ).fetchall()
+        linked = {node for row in rows for node in row} - ids
+        ids |= linked
+        frontier = linked
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT n.id, n.kind, n.content, n.valid_from, n.valid_until, n.recorded_at, "
+        f"(SELECT e.src FROM mem_edges e WHERE e.dst = n.id AND e.kind = 'SUPERSEDES' "
+        f" ORDER BY e.src LIMIT 1) FROM mem_nodes n WHERE n.id IN ({marks}) "
+        f"AND n.namespace = ? AND n.tombstoned = 0 ORDER BY n.valid_from, n.recorded_at, n.id",
+        [*ids, ns],
+    ).fetchall()
+    short = store.short_ids([r[0] for r in rows] + [r[6] for r in rows if r[6]])
+    items = [
+        TimelineItem(
+            id=r[0],
+            short_id=short[r[0]],
+            kind=r[1],
+            content=r[2],
+            valid_from=r[3],
+            valid_until=r[4],
+            recorded_at=r[5],
+            superseded_by=r[6],
+            superseded_by_short=short[r[6]] if r[6] else None,
+        )
+        for r in rows
+    ]
+    return items[-limit:]

@@ -1,0 +1,60 @@
+"""Markdown (plain text) renderings: what agents read and what pipes get by default."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..models import CurrentContext, ForgetResult, InitResult, NamespaceInfo, Stats, TimelineItem
+from ..pack import one_line
+
+
+def _timeline(items: list[TimelineItem]) -> str:
+    lines = [f"## Timeline ({len(items)} item{'' if len(items) == 1 else 's'})"]
+    if items:
+        lines.append("")
+    for item in items:
+        until = item.valid_until[:10] if item.valid_until else "now"
+        marker = f" [superseded by {item.superseded_by_short}]" if item.superseded_by else ""
+        lines.append(
+            f"- [{item.short_id}] {item.valid_from[:10]} → {until} · {item.kind} — "
+            f"{one_line(item.content)}{marker}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _stats(stats: Stats) -> str:
+    lines = [f"## Memory stats: namespace {stats.namespace}", ""]
+    lines.append("- nodes: " + (", ".join(f"{k} {v}" for k, v in stats.nodes.items()) or "none"))
+    lines.append("- edges: " + (", ".join(f"{k} {v}" for k, v in stats.edges.items()) or "none"))
+    lines.append(f"- tombstoned: {stats.tombstoned}")
+    lines.append(f"- superseded: {stats.superseded}")
+    lines.append(f"- pending consolidation: {stats.pending_consolidation}")
+    lines.append(f"- store: {stats.db_path} ({stats.db_bytes} bytes)")
+    return "\n".join(lines) + "\n"
+
+
+def render(view: str, payload: Any) -> str:
+    if view == "id":
+        return f"{payload}\n"
+    if view == "recall":
+        return str(payload.markdown)
+    if view == "timeline":
+        return _timeline(payload)
+    if view == "stats":
+        return _stats(payload)
+    if view == "forget":
+        result: ForgetResult = payload
+        return f"{'purged' if result.purged else 'forgot'} {result.id}\n"
+    if view == "ns_list":
+        infos: list[NamespaceInfo] = payload
+        return "".join(f"{info.name}\t{info.nodes}\n" for info in infos)
+    if view in ("ns_current", "ns_switch"):
+        context: CurrentContext = payload
+        return f"namespace: {context.namespace}\nsession: {context.session or '-'}\n"
+    if view == "init":
+        init: InitResult = payload
+        return f"{'Initialised' if init.created else 'Already initialised'} {init.db_path}\n"
+    custom = getattr(payload, "markdown", None)
+    if isinstance(custom, str):
+        return custom
+    raise ValueError(f"no markdown renderer for {view}")

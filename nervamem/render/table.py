@@ -1,0 +1,61 @@
+"""Rich renderings for people at a terminal. The only module that imports Rich."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def render(view: str, payload: Any) -> None:
+    from rich.console import Console
+    from rich.markdown import Markdown
+    from rich.table import Table
+
+    from . import json as json_renderer
+    from . import markdown
+
+    console = Console()
+    if view == "recall":
+        console.print(Markdown(payload.markdown))
+        return
+    if view == "timeline":
+        table = Table(title=f"Timeline ({len(payload)} items)")
+        for column in ("id", "valid from", "valid until", "kind", "content", "superseded by"):
+            table.add_column(column, overflow="fold")
+        for item in payload:
+            table.add_row(
+                item.short_id,
+                item.valid_from[:10],
+                item.valid_until[:10] if item.valid_until else "now",
+                item.kind,
+                item.content,
+                item.superseded_by_short or "",
+                style="dim" if item.superseded_by else None,
+            )
+        console.print(table)
+        return
+    if view == "ns_list":
+        table = Table()
+        table.add_column("namespace")
+        table.add_column("nodes", justify="right")
+        for info in payload:
+            table.add_row(info.name, str(info.nodes))
+        console.print(table)
+        return
+    document = json_renderer.to_document(view, payload)
+    if isinstance(document, dict) and view not in ("id",):
+        table = Table(show_header=False)
+        table.add_column("key", style="bold")
+        table.add_column("value", overflow="fold")
+        for key, value in document.items():
+            table.add_row(str(key), _cell(value))
+        console.print(table)
+        return
+    console.print(markdown.render(view, payload), end="", markup=False, highlight=False)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items()) or "-"
+    if isinstance(value, list):
+        return "\n".join(_cell(v) for v in value) or "-"
+    return "-" if value is None else str(value)

@@ -1,0 +1,118 @@
+"""The active namespace and session, kept in ``state.yaml`` beside the store.
+
+Written atomically (temporary file + rename) as YAML whose values are JSON strings, so
+the common case is read without importing PyYAML (start-up time matters: every agent
+call is a fresh process). A hand-edited file falls back to a real YAML parse; anything
+that is not a mapping of valid values raises StateError.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import BadInputError, StateError
+from .ids import ID_PATTERN
+
+STATE_FILE = "state.yaml"
+DEFAULT_NAMESPACE = "default"
+NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+_FAST_LINE = re.compile(r'^([a-z_]+): (null|"(?:[^"\\]|\\.)*")$')
+
+
+@dataclass(frozen=True)
+class State:
+    namespace: str = DEFAULT_NAMESPACE
+    session: str | None = None
+
+
+def validate_namespace(name: str) -> str:
+    if not NAMESPACE_PATTERN.match(name):
+        raise BadInputError(
+            f"invalid namespace {name[:40]!r}: use 1-64 letters, digits, '.', '_' or '-'"
+        )
+    return name
+
+
+def state_path(db_path: Path) -> Path:
+    return db_path.parent / STATE_FILE
+
+
+def load_state(db_path: Path) -> State:
+    path = state_path(db_path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return State()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StateError(f"cannot read {path}: {exc}") from None
+    raw = _parse_fast(text)
+    if raw is None:
+        raw = _parse_yaml(text, path)
+    return _validate(raw, path)
+
+
+def save_state(db_path: Path, state: State) -> None:
+    path = state_path(db_path)
+    body = (
+        "# nervamem state: the active namespace and session. Written by nervamem.\n"
+        f"namespace: {json.dumps(state.namespace)}\n"
+        f"session: {json.dumps(state.session)}\n"
+    )
+    fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(body)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _parse_fast(text: str) -> dict[str, Any] | None:
+    values: dict[str, Any] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = _FAST_LINE.match(line)
+        if not match:
+            return None
+        values[match.group(1)] = json.loads(match.group(2))
+    return values
+
+
+def _parse_yaml(text: str, path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else "syntax error"
+        raise StateError(f"{path} is not valid YAML ({first}); fix or delete it") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise StateError(f"{path} must be a mapping with 'namespace' and 'session'")
+    return loaded
+
+
+def _validate(raw: dict[str, Any], path: Path) -> State:
+    namespace = raw.get("namespace", DEFAULT_NAMESPACE)
+    session = raw.get("session")
+    if namespace is None:
+        namespace = DEFAULT_NAMESPACE
+    if not isinstance(namespace, str) or not NAMESPACE_PATTERN.match(namespace):
+        raise StateError(f"{path}: 'namespace' is not a valid namespace name; fix or delete it")
+    if session is not None and (not isinstance(session, str) or not ID_PATTERN.match(session)):
+        raise StateError(f"{path}: 'session' is not a session ID; fix or delete it")
+    return State(namespace=namespace, session=session)

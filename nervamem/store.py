@@ -1,0 +1,707 @@
+"""MemoryStore: the one object that owns the SQLite connection.
+
+It applies pragmas (WAL, busy timeout, foreign keys), runs migrations on open, wraps
+every write in a short ``BEGIN IMMEDIATE`` transaction (so concurrent writers queue on
+the lock instead of failing half-way), and exposes the operations of the CLI as methods
+returning plain dataclasses. A clock and a random source are injectable so that tests
+are deterministic.
+
+Invariants: nodes are never deleted except by ``forget(purge=True)``; superseding only
+closes ``valid_until``; ``recorded_at`` is never rewritten; every query filters by
+namespace.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import entities as entity_rules
+from .errors import (
+    AmbiguousIdError,
+    BadInputError,
+    NotFoundError,
+    SchemaTooNewError,
+    StoreError,
+    StoreLockedError,
+)
+from .ids import KIND_PREFIX, RandomSource, make_id, random_bits
+from .locate import resolve_db_path
+from .migrations import MIGRATIONS, SCHEMA_VERSION
+from .models import (
+    STORABLE_KINDS,
+    CurrentContext,
+    ForgetResult,
+    NamespaceInfo,
+    Node,
+    RecallResult,
+    Stats,
+    TimelineItem,
+)
+from .state import State, load_state, save_state, validate_namespace
+from .timeparse import format_time, parse_time
+
+Clock = Callable[[], datetime]
+DEFAULT_BUSY_TIMEOUT_MS = 15_000
+ENV_BUSY_TIMEOUT = "NERVAMEM_BUSY_TIMEOUT_MS"
+_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+_NODE_SELECT = (
+    "SELECT id, kind, content, namespace, valid_from, valid_until, recorded_at, confidence, "
+    "tombstoned, access_count, last_accessed, data FROM mem_nodes"
+)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _row_to_node(row: Sequence[Any]) -> Node:
+    return Node(
+        id=row[0],
+        kind=row[1],
+        content=row[2],
+        namespace=row[3],
+        valid_from=row[4],
+        valid_until=row[5],
+        recorded_at=row[6],
+        confidence=float(row[7]),
+        tombstoned=bool(row[8]),
+        access_count=int(row[9]),
+        last_accessed=row[10],
+        data=json.loads(row[11]),
+    )
+
+
+class MemoryStore:
+    def __init__(
+        self,
+        db_path: str | os.PathLike[str] | None = None,
+        *,
+        namespace: str | None = None,
+        clock: Clock | None = None,
+        random_source: RandomSource | None = None,
+        busy_timeout_ms: int | None = None,
+    ) -> None:
+        self.path = resolve_db_path(db_path)
+        self._clock = clock or _utc_now
+        self._random = random_source or random_bits
+        self._namespace_override = validate_namespace(namespace) if namespace else None
+        self._state: State | None = None
+        self._in_transaction = False
+        if busy_timeout_ms is None:
+            busy_timeout_ms = int(os.environ.get(ENV_BUSY_TIMEOUT, DEFAULT_BUSY_TIMEOUT_MS))
+        self._busy_timeout_ms = busy_timeout_ms
+        self.read_only = False
+        self._conn = self._open()
+
+    # ------------------------------------------------------------------ connection
+    def _open(self) -> sqlite3.Connection:
+        path = self.path
+        if path.exists() and path.is_dir():
+            raise StoreError(f"{path} is a directory, not a nervamem store")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create {path.parent}: {exc.strerror or exc}") from None
+        try:
+            conn = self._connect(path, read_only=False)
+        except sqlite3.OperationalError as exc:
+            if path.exists() and not os.access(path, os.W_OK):
+                conn = self._connect(path, read_only=True)
+                self.read_only = True
+            else:
+                raise StoreError(f"cannot open {path}: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path} is not a nervamem store ({exc})") from None
+        self._conn = conn
+        try:
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise self._store_error(exc) from None
+        return conn
+
+    def _connect(self, path: Path, *, read_only: bool) -> sqlite3.Connection:
+        if read_only:
+            uri = path.resolve().as_uri() + "?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        else:
+            conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            if not read_only:
+                mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                # FULL: a commit that returned survives power loss, not only a crash.
+                conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    def _migrate(self) -> None:
+        version = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNewError(
+                f"{self.path} has schema version {version}, newer than this nervamem "
+                f"understands ({SCHEMA_VERSION}); upgrade nervamem to use it"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        if self.read_only:
+            raise StoreError(f"{self.path} is read-only and needs a schema upgrade")
+        with self._write():
+            version = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+            if version == 0 and self._conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' LIMIT 1"
+            ).fetchone():
+                raise StoreError(f"{self.path} is an SQLite database, but not a nervamem store")
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS mem_migrations "
+                "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+            )
+            for index, (name, migrate) in enumerate(MIGRATIONS, start=1):
+                if index <= version:
+                    continue
+                migrate(self._conn)
+                self._conn.execute(
+                    "INSERT INTO mem_migrations (name, applied_at) VALUES (?, ?)",
+                    (name, self._now()),
+                )
+                self._conn.execute(f"PRAGMA user_version = {index}")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        return self._conn
+
+    def _store_error(self, exc: sqlite3.Error) -> StoreError:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            return StoreLockedError(
+                f"{self.path} stayed locked by another writer for "
+                f"{self._busy_timeout_ms / 1000:g}s; nothing was written"
+            )
+        if "readonly" in text or "read-only" in text:
+            return StoreError(f"{self.path} is read-only; nothing was written")
+        if "not a database" in text or "malformed" in text or "corrupt" in text:
+            return StoreError(f"{self.path} is not a usable nervamem store ({text})")
+        return StoreError(f"{self.path}: {text}")
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One short write transaction; the write lock is taken up front."""
+        if self._in_transaction:
+            yield
+            return
+        if self.read_only:
+            raise StoreError(f"{self.path} is read-only; nothing was written")
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise self._store_error(exc) from None
+        self._in_transaction = True
+        try:
+            yield
+            self._conn.execute("COMMIT")
+        except BaseException as exc:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            if isinstance(exc, sqlite3.Error):
+                raise self._store_error(exc) from None
+            raise
+        finally:
+            self._in_transaction = False
+
+    @contextmanager
+    def batch(self) -> Iterator[MemoryStore]:
+        """Group many writes into one transaction (imports, benchmarks)."""
+        with self._write():
+            yield self
+
+    # ------------------------------------------------------------------ helpers
+    def _now(self) -> str:
+        return format_time(self._clock())
+
+    def _new_id(self, kind: str) -> str:
+        moment = self._clock()
+        return make_id(kind, int(moment.timestamp() * 1000), self._random())
+
+    @property
+    def state(self) -> State:
+        if self._state is None:
+            self._state = load_state(self.path)
+        return self._state
+
+    @property
+    def namespace(self) -> str:
+        return self._namespace_override or self.state.namespace
+
+    def _ns(self, namespace: str | None) -> str:
+        return validate_namespace(namespace) if namespace else self.namespace
+
+    def resolve_id(self, ref: str, *, namespace: str | None = None) -> str:
+        """A full ID or a unique prefix of one, within the namespace (as git resolves
+        short hashes). Raises NotFoundError or AmbiguousIdError (exit 3)."""
+        ns = self._ns(namespace)
+        prefix = ref.strip().lower()
+        if not prefix or len(prefix) > 64 or not set(prefix) <= _ID_CHARS:
+            raise BadInputError(f"{ref[:40]!r} is not a node ID or ID prefix")
+        rows = self._conn.execute(
+            "SELECT id FROM mem_nodes WHERE id >= ? AND id < ? AND namespace = ? "
+            "ORDER BY id LIMIT 11",
+            (prefix, prefix + "~", ns),
+        ).fetchall()
+        ids = [r[0] for r in rows]
+        if prefix in ids:
+            return prefix
+        if not ids:
+            raise NotFoundError(f"no node {ref[:40]!r} in namespace {ns!r}")
+        if len(ids) > 1:
+            raise AmbiguousIdError(prefix, ids)
+        return str(ids[0])
+
+    def get(self, ref: str, *, namespace: str | None = None) -> Node:
+        node_id = self.resolve_id(ref, namespace=namespace)
+        row = self._conn.execute(_NODE_SELECT + " WHERE id = ?", (node_id,)).fetchone()
+        return _row_to_node(row)
+
+    def short_ids(self, ids: Iterable[str], *, min_hex: int = 4) -> dict[str, str]:
+        """Shortest prefix of each ID that no other node in the store shares."""
+        result: dict[str, str] = {}
+        for node_id in dict.fromkeys(ids):
+            before = self._conn.execute(
+                "SELECT id FROM mem_nodes WHERE id < ? ORDER BY id DESC LIMIT 1", (node_id,)
+            ).fetchone()
+            after = self._conn.execute(
+                "SELECT id FROM mem_nodes WHERE id > ? ORDER BY id LIMIT 1", (node_id,)
+            ).fetchone()
+            shared = max(
+                (_common_prefix(node_id, other[0]) for other in (before, after) if other),
+                default=0,
+            )
+            minimum = node_id.index("_") + 1 + min_hex
+            result[node_id] = node_id[: min(len(node_id), max(shared + 1, minimum))]
+        return result
+
+    # ------------------------------------------------------------------ writes
+    def _insert_node(
+        self,
+        kind: str,
+        content: str,
+        namespace: str,
+        *,
+        valid_from: str,
+        confidence: float = 1.0,
+        data: dict[str, Any] | None = None,
+    ) -> str:
+        node_id = self._new_id(kind)
+        self._conn.execute(
+            "INSERT INTO mem_nodes (id, kind, content, namespace, valid_from, recorded_at, "
+            "confidence, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                node_id,
+                kind,
+                content,
+                namespace,
+                valid_from,
+                self._now(),
+                confidence,
+                json.dumps(data or {}, ensure_ascii=False, sort_keys=True),
+            ),
+        )
+        return node_id
+
+    def _link(self, src: str, dst: str, kind: str, data: dict[str, Any] | None = None) -> None:
+        self._conn.execute(
+            "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at, data) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (src, dst, kind, self._now(), json.dumps(data or {}, sort_keys=True)),
+        )
+
+    def _update_data(self, node_id: str, changes: dict[str, Any]) -> None:
+        row = self._conn.execute("SELECT data FROM mem_nodes WHERE id = ?", (node_id,)).fetchone()
+        data = json.loads(row[0]) if row else {}
+        data.update(changes)
+        self._conn.execute(
+            "UPDATE mem_nodes SET data = ? WHERE id = ?",
+            (json.dumps(data, ensure_ascii=False, sort_keys=True), node_id),
+        )
+
+    def _resolve_or_create_entity(self, name: str, namespace: str, valid_from: str) -> str:
+        clean = " ".join(name.split())
+        if not clean:
+            raise BadInputError("an entity name cannot be empty")
+        _check_text(clean, "entity name")
+        found = entity_rules.find_entity(self._conn, namespace, clean)
+        if found:
+            return found
+        entity_id = self._insert_node("entity", clean, namespace, valid_from=valid_from)
+        for alias in entity_rules.alias_forms(clean):
+            # A tombstoned entity may still own the alias: the live one takes it over.
+            self._conn.execute(
+                "INSERT OR REPLACE INTO mem_aliases (namespace, alias, entity_id) VALUES (?,?,?)",
+                (namespace, alias, entity_id),
+            )
+        return entity_id
+
+    def store(
+        self,
+        kind: str,
+        content: str,
+        *,
+        entities: Sequence[str] = (),
+        confidence: float = 1.0,
+        valid_from: str | datetime | None = None,
+        supersedes: str | None = None,
+        contradicts: Sequence[str] = (),
+        caused_by: Sequence[str] = (),
+        derived_from: Sequence[str] = (),
+        rationale: str | None = None,
+        rejected: Sequence[str] = (),
+        session: str | None = None,
+        namespace: str | None = None,
+    ) -> str:
+        """Store one memory node and its edges; return its ID."""
+        if kind not in STORABLE_KINDS:
+            raise BadInputError(
+                f"unknown kind {kind[:40]!r}: use one of {', '.join(STORABLE_KINDS)}"
+            )
+        _check_text(content, "content")
+        if not content.strip():
+            raise BadInputError("content cannot be empty")
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+            raise BadInputError("confidence must be a number between 0 and 1")
+        if math.isnan(confidence) or not 0.0 <= confidence <= 1.0:
+            raise BadInputError(f"confidence {confidence} is outside [0, 1]")
+        if (rationale or rejected) and kind != "decision":
+            raise BadInputError("--rationale and --rejected apply to decisions only")
+        for text in (rationale or "", *rejected, *entities):
+            _check_text(text, "option value")
+        ns = self._ns(namespace)
+        start = self._valid_from(valid_from)
+        data: dict[str, Any] = {}
+        if rationale:
+            data["rationale"] = rationale
+        if rejected:
+            data["rejected"] = list(rejected)
+
+        with self._write():
+            session_id = self._session_for_write(session, ns)
+            old = self._supersedable(supersedes, ns, start) if supersedes else None
+            links = [
+                (self.resolve_id(ref, namespace=ns), edge)
+                for refs, edge in (
+                    (contradicts, "CONTRADICTS"),
+                    (caused_by, "CAUSED"),
+                    (derived_from, "DERIVED_FROM"),
+                )
+                for ref in refs
+            ]
+            if kind == "entity":
+                node_id = self._resolve_or_create_entity(content, ns, start)
+            else:
+                node_id = self._insert_node(
+                    kind, content, ns, valid_from=start, confidence=float(confidence), data=data
+                )
+            if old is not None:
+                self._conn.execute(
+                    "UPDATE mem_nodes SET valid_until = ? WHERE id = ?", (start, old)
+                )
+                self._link(node_id, old, "SUPERSEDES")
+            for target, edge in links:
+                if edge == "CAUSED":
+                    self._link(target, node_id, "CAUSED")  # the cause produced this node
+                else:
+                    self._link(node_id, target, edge)
+            entity_ids: list[tuple[str, str]] = []
+            for name in entities:
+                entity_id = self._resolve_or_create_entity(name, ns, start)
+                if entity_id != node_id:
+                    self._link(node_id, entity_id, "ABOUT")
+                    entity_ids.append((name, entity_id))
+            if session_id and kind != "entity":
+                self._link(node_id, session_id, "OCCURRED_IN")
+            if entity_ids:
+                self._anchor_code(node_id, entity_ids)
+        return node_id
+
+    def _anchor_code(self, node_id: str, entity_ids: list[tuple[str, str]]) -> None:
+        """TOUCHES bridge: only when a code graph exists beside the store (lazy import)."""
+        graph_path = self.path.parent / "graph.graphml"
+        if not graph_path.is_file():
+            return
+        from .codegraph import anchor_entities
+
+        anchor_entities(self, node_id, entity_ids, graph_path)
+
+    def _valid_from(self, value: str | datetime | None) -> str:
+        if value is None:
+            return self._now()
+        if isinstance(value, datetime):
+            return format_time(value)
+        return parse_time(value, option="--valid-from")
+
+    def _supersedable(self, ref: str, namespace: str, new_start: str) -> str:
+        old = self.get(ref, namespace=namespace)
+        if old.tombstoned:
+            raise BadInputError(f"{old.id} is forgotten and cannot be superseded")
+        row = self._conn.execute(
+            "SELECT src FROM mem_edges WHERE dst = ? AND kind = 'SUPERSEDES' LIMIT 1", (old.id,)
+        ).fetchone()
+        if row:
+            raise BadInputError(f"{old.id} is already superseded by {row[0]}; supersede that")
+        if old.kind == "session":
+            raise BadInputError("a session cannot be superseded")
+        if new_start < old.valid_from:
+            raise BadInputError(
+                f"the new node would be valid from {new_start[:10]}, before {old.id} "
+                f"({old.valid_from[:10]}); give --valid-from on or after it"
+            )
+        return old.id
+
+    def _session_for_write(self, explicit: str | None, namespace: str) -> str | None:
+        if explicit:
+            node = self.get(explicit, namespace=namespace)
+            if node.kind != "session":
+                raise BadInputError(f"{node.id} is a {node.kind}, not a session")
+            return node.id
+        active = self.state.session
+        if not active:
+            return None
+        row = self._conn.execute(
+            "SELECT 1 FROM mem_nodes WHERE id = ? AND namespace = ? AND kind = 'session' "
+            "AND tombstoned = 0",
+            (active, namespace),
+        ).fetchone()
+        return active if row else None
+
+    # ------------------------------------------------------------------ sessions
+    def start_session(self, title: str | None = None, *, namespace: str | None = None) -> str:
+        ns = self._ns(namespace)
+        text = " ".join((title or "").split())
+        _check_text(text, "title")
+        now = self._now()
+        with self._write():
+            session_id = self._insert_node(
+                "session", text or f"session {now[:16].replace('T', ' ')}", ns, valid_from=now
+            )
+        if ns == self.state.namespace:
+            self._save_state(State(namespace=ns, session=session_id))
+        return session_id
+
+    def end_session(self, session: str | None = None, *, summary: str | None = None) -> str:
+        if summary is not None:
+            _check_text(summary, "summary")
+        ref = session or self.state.session
+        if not ref:
+            raise BadInputError("no active session: pass --session ID")
+        node = self.get(ref)
+        if node.kind != "session":
+            raise BadInputError(f"{node.id} is a {node.kind}, not a session")
+        if node.data.get("ended_at"):
+            raise BadInputError(f"session {node.id} already ended at {node.data['ended_at']}")
+        now = self._now()
+        with self._write():
+            changes: dict[str, Any] = {"ended_at": now}
+            if summary:
+                changes["summary"] = summary
+            self._update_data(node.id, changes)
+            self._conn.execute(
+                "INSERT INTO mem_review_queue (kind, session_id, namespace, created_at) "
+                "VALUES ('consolidate', ?, ?, ?)",
+                (node.id, node.namespace, now),
+            )
+        if self.state.session == node.id:
+            self._save_state(State(namespace=self.state.namespace, session=None))
+        return node.id
+
+    def _save_state(self, state: State) -> None:
+        save_state(self.path, state)
+        self._state = state
+
+    # ------------------------------------------------------------------ namespaces
+    def switch_namespace(self, name: str) -> CurrentContext:
+        ns = validate_namespace(name)
+        # Switching resets the session so OCCURRED_IN can never cross namespaces.
+        self._save_state(State(namespace=ns, session=None))
+        self._namespace_override = None
+        return CurrentContext(namespace=ns, session=None)
+
+    def current(self) -> CurrentContext:
+        ns = self.namespace
+        session = self.state.session if ns == self.state.namespace else None
+        return CurrentContext(namespace=ns, session=session)
+
+    def list_namespaces(self) -> list[NamespaceInfo]:
+        counts = dict(
+            self._conn.execute(
+                "SELECT namespace, count(*) FROM mem_nodes WHERE tombstoned = 0 "
+                "GROUP BY namespace"
+            ).fetchall()
+        )
+        counts.setdefault(self.namespace, 0)
+        return [NamespaceInfo(name=n, nodes=int(c)) for n, c in sorted(counts.items())]
+
+    # ------------------------------------------------------------------ forget
+    def forget(self, ref: str, *, purge: bool = False) -> ForgetResult:
+        node_id = self.resolve_id(ref)
+        if not purge:
+            with self._write():
+                self._conn.execute("UPDATE mem_nodes SET tombstoned = 1 WHERE id = ?", (node_id,))
+            return ForgetResult(id=node_id, purged=False)
+        self._purge(node_id)
+        return ForgetResult(id=node_id, purged=True)
+
+    def _purge(self, node_id: str) -> None:
+        """Hard delete that leaves no trace of the content in any file of the store.
+
+        secure_delete zeroes freed cells and pages; 'optimize' rewrites the FTS5 index
+        so no segment still holds the node's terms; a TRUNCATE checkpoint empties the
+        WAL, whose older frames still hold the content; VACUUM rebuilds the file.
+        """
+        self._conn.execute("PRAGMA secure_delete = ON")
+        try:
+            with self._write():
+                superseded = [
+                    r[0]
+                    for r in self._conn.execute(
+                        "SELECT dst FROM mem_edges WHERE src = ? AND kind = 'SUPERSEDES'",
+                        (node_id,),
+                    )
+                ]
+                self._conn.execute("DELETE FROM mem_nodes WHERE id = ?", (node_id,))
+                for old in superseded:
+                    self._recompute_valid_until(old)
+                self._conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")
+            self._scrub_files()
+        finally:
+            self._conn.execute("PRAGMA secure_delete = OFF")
+
+    def _recompute_valid_until(self, node_id: str) -> None:
+        """valid_until is derived: the earliest valid_from of what supersedes the node."""
+        self._conn.execute(
+            "UPDATE mem_nodes SET valid_until = (SELECT min(n.valid_from) FROM mem_edges e "
+            "JOIN mem_nodes n ON n.id = e.src WHERE e.dst = ? AND e.kind = 'SUPERSEDES') "
+            "WHERE id = ?",
+            (node_id, node_id),
+        )
+
+    def _scrub_files(self) -> None:
+        try:
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._conn.execute("VACUUM")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as exc:
+            raise self._store_error(exc) from None
+
+    # ------------------------------------------------------------------ reads
+    def recall(
+        self,
+        query: str,
+        *,
+        budget_tokens: int = 500,
+        as_of: str | datetime | None = None,
+        kinds: Sequence[str] | None = None,
+        hops: int = 2,
+        namespace: str | None = None,
+        tokenizer: str | None = None,
+    ) -> RecallResult:
+        from .recall_api import run_recall
+
+        return run_recall(
+            self,
+            query,
+            budget_tokens=budget_tokens,
+            as_of=as_of,
+            kinds=kinds,
+            hops=hops,
+            namespace=namespace,
+            tokenizer=tokenizer,
+        )
+
+    def timeline(
+        self, query: str, *, namespace: str | None = None, limit: int = 100
+    ) -> list[TimelineItem]:
+        from .recall_api import run_timeline
+
+        return run_timeline(self, query, namespace=namespace, limit=limit)
+
+    def stats(self, *, namespace: str | None = None) -> Stats:
+        ns = self._ns(namespace)
+        nodes = dict(
+            self._conn.execute(
+                "SELECT kind, count(*) FROM mem_nodes WHERE namespace = ? AND tombstoned = 0 "
+                "GROUP BY kind",
+                (ns,),
+            ).fetchall()
+        )
+        edges = dict(
+            self._conn.execute(
+                "SELECT e.kind, count(*) FROM mem_edges e JOIN mem_nodes n ON n.id = e.src "
+                "WHERE n.namespace = ? GROUP BY e.kind",
+                (ns,),
+            ).fetchall()
+        )
+        tombstoned, superseded = self._conn.execute(
+            "SELECT coalesce(sum(tombstoned), 0), "
+            "coalesce(sum(tombstoned = 0 AND valid_until IS NOT NULL), 0) "
+            "FROM mem_nodes WHERE namespace = ?",
+            (ns,),
+        ).fetchone()
+        pending = self._conn.execute(
+            "SELECT count(*) FROM mem_review_queue WHERE namespace = ? AND status = 'pending'",
+            (ns,),
+        ).fetchone()[0]
+        size = sum(
+            os.path.getsize(p)
+            for p in (self.path, Path(f"{self.path}-wal"))
+            if os.path.exists(p)
+        )
+        return Stats(
+            namespace=ns,
+            nodes={k: int(nodes.get(k, 0)) for k in KIND_PREFIX if nodes.get(k)},
+            edges={k: int(v) for k, v in sorted(edges.items())},
+            tombstoned=int(tombstoned),
+            superseded=int(superseded),
+            pending_consolidation=int(pending),
+            db_path=str(self.path.resolve()),
+            db_bytes=size,
+        )
+
+
+def _common_prefix(a: str, b: str) -> int:
+    length = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        length += 1
+    return length
+
+
+def _check_text(text: str, what: str) -> None:
+    if "\x00" in text:
+        raise BadInputError(f"{what} contains a NUL byte")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInputError(f"{what} is not valid UTF-8 text") from None

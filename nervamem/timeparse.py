@@ -1,0 +1,46 @@
+"""Times are stored as fixed-width UTC strings so that SQL compares them as text.
+
+Format: ``YYYY-MM-DDTHH:MM:SS.mmmZ``. Input is ISO-8601 date or date-time; a value
+without a zone is UTC.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from .errors import BadInputError
+
+STORED_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
+
+
+def format_time(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    moment = moment.astimezone(timezone.utc)
+    return moment.strftime(STORED_FORMAT)[:-3] + "Z"
+
+
+def parse_time(text: str, *, option: str = "time") -> str:
+    """Parse user input into the stored form, or raise BadInputError."""
+    raw = text.strip()
+    if not raw or len(raw) > 64:
+        raise BadInputError(f"{option}: {text[:40]!r} is not an ISO-8601 date or date-time")
+    candidate = raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw
+    try:
+        moment = datetime.fromisoformat(candidate)
+    except ValueError:
+        raise BadInputError(
+            f"{option}: {text[:40]!r} is not an ISO-8601 date or date-time "
+            "(e.g. 2026-03-15 or 2026-03-15T09:30:00Z)"
+        ) from None
+    if moment.year < 1:
+        raise BadInputError(f"{option}: {text[:40]!r} is out of range")
+    return format_time(moment)
+
+
+def to_datetime(stored: str) -> datetime:
+    return datetime.strptime(stored[:-1], STORED_FORMAT).replace(tzinfo=timezone.utc)
+
+
+def date_part(stored: str | None) -> str:
+    return stored[:10] if stored else ""
