@@ -94,11 +94,19 @@ def _settings(ctx: typer.Context) -> Settings:
     return obj if isinstance(obj, Settings) else Settings()
 
 
-def _open(ctx: typer.Context, namespace: str | None = None) -> MemoryStore:
+def _default_store_factory(db: str | None, namespace: str | None) -> MemoryStore:
     from ..store import MemoryStore
 
+    return MemoryStore(db, namespace=namespace)
+
+
+# Tests replace this to inject a fixed clock and ID source into every command.
+store_factory = _default_store_factory
+
+
+def _open(ctx: typer.Context, namespace: str | None = None) -> MemoryStore:
     settings = _settings(ctx)
-    return MemoryStore(settings.db, namespace=namespace or settings.namespace)
+    return store_factory(settings.db, namespace or settings.namespace)
 
 
 def _format(ctx: typer.Context, fmt: str | None) -> str:
@@ -175,7 +183,6 @@ def init(
     """
     from ..locate import ENV_DB, STORE_DIR, STORE_FILE, home_store
     from ..models import InitResult
-    from ..store import MemoryStore
 
     settings = _settings(ctx)
     output = _format(ctx, fmt)
@@ -190,7 +197,7 @@ def init(
         if not os.environ.get(ENV_DB):
             target = target / STORE_DIR / STORE_FILE
     existed = target.exists()
-    MemoryStore(target).close()
+    store_factory(str(target), None).close()
     emit("init", InitResult(db_path=str(target.resolve()), created=not existed), output)
 
 

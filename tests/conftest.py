@@ -1,0 +1,109 @@
+"""Shared fixtures: real SQLite files in tmp_path, a fixed clock and a counting ID source
+so that IDs and times in snapshots are deterministic (no matcher that accepts anything)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nervamem import MemoryStore
+from nervamem.cli import commands as cli_app_module
+
+START = datetime(2026, 7, 3, 12, 0, 0, tzinfo=timezone.utc)
+
+
+class FakeClock:
+    """Advances one second per reading, so every write has its own time."""
+
+    def __init__(self, start: datetime = START, step: timedelta = timedelta(seconds=1)) -> None:
+        self.now = start
+        self.step = step
+
+    def __call__(self) -> datetime:
+        current = self.now
+        self.now += self.step
+        return current
+
+
+class CountingRandom:
+    def __init__(self) -> None:
+        self.value = 0
+
+    def __call__(self) -> int:
+        self.value += 1
+        return 0xABC000 + self.value
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test may touch the real home store or inherit the caller's settings."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for name in (
+        "NERVAPACK_MEMORY_DB",
+        "NERVAMEM_FORMAT",
+        "NERVAMEM_TOKENIZER",
+        "NERVAMEM_DEBUG",
+        "NO_COLOR",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "store" / "memory.db"
+
+
+@pytest.fixture
+def make_store(db_path: Path, clock: FakeClock) -> Iterator[Callable[..., MemoryStore]]:
+    random = CountingRandom()
+    opened: list[MemoryStore] = []
+
+    def factory(path: Path | str | None = None, **kwargs: object) -> MemoryStore:
+        store = MemoryStore(path or db_path, clock=clock, random_source=random, **kwargs)  # type: ignore[arg-type]
+        opened.append(store)
+        return store
+
+    yield factory
+    for store in opened:
+        try:
+            store.close()
+        except Exception:
+            pass
+
+
+@pytest.fixture
+def store(make_store: Callable[..., MemoryStore]) -> MemoryStore:
+    return make_store()
+
+
+@pytest.fixture
+def cli(
+    monkeypatch: pytest.MonkeyPatch, db_path: Path, clock: FakeClock
+) -> Callable[..., object]:
+    """Run the CLI in-process against db_path with the fixed clock and IDs.
+
+    Returns a function ``run(*args, input=None, env=None)`` giving Click's Result, whose
+    ``stdout`` and ``stderr`` are separate."""
+    random = CountingRandom()
+
+    def factory(db: str | None, namespace: str | None) -> MemoryStore:
+        return MemoryStore(db, namespace=namespace, clock=clock, random_source=random)
+
+    monkeypatch.setattr(cli_app_module, "store_factory", factory)
+    monkeypatch.setenv("NERVAPACK_MEMORY_DB", str(db_path))
+    runner = CliRunner()
+
+    def run(*args: str, input: str | bytes | None = None, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+        return runner.invoke(cli_app_module.app, list(args), input=input, env=env)
+
+    return run
