@@ -95,6 +95,7 @@ class MemoryStore:
         self._namespace_override = validate_namespace(namespace) if namespace else None
         self._state: State | None = None
         self._in_transaction = False
+        self._transaction_time: datetime | None = None
         if busy_timeout_ms is None:
             busy_timeout_ms = int(os.environ.get(ENV_BUSY_TIMEOUT, DEFAULT_BUSY_TIMEOUT_MS))
         self._busy_timeout_ms = busy_timeout_ms
@@ -218,6 +219,9 @@ class MemoryStore:
         except sqlite3.Error as exc:
             raise self._store_error(exc) from None
         self._in_transaction = True
+        # One reading of the clock per transaction: every ID, recorded_at and default
+        # valid_from written by it share the same moment.
+        self._transaction_time = self._clock()
         try:
             yield
             self._conn.execute("COMMIT")
@@ -231,6 +235,7 @@ class MemoryStore:
             raise
         finally:
             self._in_transaction = False
+            self._transaction_time = None
 
     @contextmanager
     def batch(self) -> Iterator[MemoryStore]:
@@ -239,11 +244,14 @@ class MemoryStore:
             yield self
 
     # ------------------------------------------------------------------ helpers
+    def _moment(self) -> datetime:
+        return self._transaction_time or self._clock()
+
     def _now(self) -> str:
-        return format_time(self._clock())
+        return format_time(self._moment())
 
     def _new_id(self, kind: str) -> str:
-        moment = self._clock()
+        moment = self._moment()
         return make_id(kind, int(moment.timestamp() * 1000), self._random())
 
     @property
@@ -398,7 +406,7 @@ class MemoryStore:
         for text in (rationale or "", *rejected, *entities):
             _check_text(text, "option value")
         ns = self._ns(namespace)
-        start = self._valid_from(valid_from)
+        explicit_start = self._valid_from(valid_from) if valid_from is not None else None
         data: dict[str, Any] = {}
         if rationale:
             data["rationale"] = rationale
@@ -406,6 +414,7 @@ class MemoryStore:
             data["rejected"] = list(rejected)
 
         with self._write():
+            start = explicit_start or self._now()
             session_id = self._session_for_write(session, ns)
             old = self._supersedable(supersedes, ns, start) if supersedes else None
             links = [
@@ -500,8 +509,8 @@ class MemoryStore:
         ns = self._ns(namespace)
         text = " ".join((title or "").split())
         _check_text(text, "title")
-        now = self._now()
         with self._write():
+            now = self._now()
             session_id = self._insert_node(
                 "session", text or f"session {now[:16].replace('T', ' ')}", ns, valid_from=now
             )
@@ -520,8 +529,8 @@ class MemoryStore:
             raise BadInputError(f"{node.id} is a {node.kind}, not a session")
         if node.data.get("ended_at"):
             raise BadInputError(f"session {node.id} already ended at {node.data['ended_at']}")
-        now = self._now()
         with self._write():
+            now = self._now()
             changes: dict[str, Any] = {"ended_at": now}
             if summary:
                 changes["summary"] = summary

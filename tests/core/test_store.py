@@ -1,0 +1,353 @@
+"""Core store tests on real SQLite files: writes, supersession, sessions, namespaces,
+forget, ID resolution, migrations and location."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from nervamem import MemoryStore
+from nervamem.errors import (
+    AmbiguousIdError,
+    BadInputError,
+    NotFoundError,
+    SchemaTooNewError,
+    StoreError,
+)
+from nervamem.ids import ID_PATTERN, make_id
+from nervamem.locate import resolve_db_path
+from nervamem.migrations import SCHEMA_VERSION
+
+
+def edges(store: MemoryStore) -> set[tuple[str, str, str]]:
+    return {
+        (r[0], r[1], r[2])
+        for r in store.connection.execute("SELECT src, kind, dst FROM mem_edges").fetchall()
+    }
+
+
+def test_id_format_is_prefix_13_hex_ms_16_hex_random() -> None:
+    node_id = make_id("preference", 0x19F2A3B4C5D, 0xDEADBEEF)
+    assert node_id == "pr_0019f2a3b4c5d00000000deadbeef"
+    assert ID_PATTERN.match(node_id)
+
+
+def test_store_returns_id_and_persists_all_columns(store: MemoryStore, db_path: Path) -> None:
+    node_id = store.store("fact", "auth_service issues 15-minute tokens", confidence=0.8)
+    store.close()
+    reopened = MemoryStore(db_path)
+    node = reopened.get(node_id)
+    assert node.kind == "fact"
+    assert node.content == "auth_service issues 15-minute tokens"
+    assert node.namespace == "default"
+    assert node.confidence == 0.8
+    assert node.valid_until is None
+    assert node.recorded_at == "2026-07-03T12:00:01.000Z"  # 12:00:00 was the migration
+    assert node.valid_from == node.recorded_at
+    assert not node.tombstoned
+    reopened.close()
+
+
+def test_store_pragmas_wal_busy_timeout_foreign_keys(store: MemoryStore) -> None:
+    conn = store.connection
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] > 0
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_fts_is_kept_in_sync_by_triggers(store: MemoryStore) -> None:
+    node_id = store.store("fact", "zebra crossing near the depot")
+    conn = store.connection
+    hits = conn.execute(
+        "SELECT n.id FROM mem_fts JOIN mem_nodes n ON n.seq = mem_fts.rowid "
+        "WHERE mem_fts MATCH 'zebra'"
+    ).fetchall()
+    assert hits == [(node_id,)]
+    conn.execute("INSERT INTO mem_fts (mem_fts, rank) VALUES ('integrity-check', 1)")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"kind": "opinion"}, "unknown kind"),
+        ({"kind": "session"}, "unknown kind"),
+        ({"content": "   "}, "cannot be empty"),
+        ({"content": "a\x00b"}, "NUL"),
+        ({"confidence": 1.5}, "outside"),
+        ({"confidence": -0.1}, "outside"),
+        ({"confidence": float("nan")}, "outside"),
+        ({"valid_from": "yesterday"}, "ISO-8601"),
+        ({"rationale": "why"}, "decisions only"),
+    ],
+)
+def test_store_rejects_bad_input_and_writes_nothing(
+    store: MemoryStore, kwargs: dict[str, object], message: str
+) -> None:
+    args: dict[str, object] = {"kind": "fact", "content": "something"}
+    args.update(kwargs)
+    kind = str(args.pop("kind"))
+    content = str(args.pop("content"))
+    with pytest.raises(BadInputError, match=message):
+        store.store(kind, content, **args)  # type: ignore[arg-type]
+    assert store.connection.execute("SELECT count(*) FROM mem_nodes").fetchone()[0] == 0
+
+
+def test_decision_keeps_rationale_and_rejected_alternatives(store: MemoryStore) -> None:
+    node_id = store.store(
+        "decision", "Chose JWT", rationale="stateless", rejected=["cookies", "opaque tokens"]
+    )
+    assert store.get(node_id).data == {
+        "rationale": "stateless",
+        "rejected": ["cookies", "opaque tokens"],
+    }
+
+
+def test_supersede_closes_old_validity_and_links(store: MemoryStore) -> None:
+    old = store.store("decision", "Chose session cookies for auth", valid_from="2026-01-01")
+    new = store.store(
+        "decision", "Chose JWT for auth", valid_from="2026-06-01", supersedes=old[:16]
+    )
+    assert store.get(old).valid_until == "2026-06-01T00:00:00.000Z"
+    assert store.get(new).valid_until is None
+    assert (new, "SUPERSEDES", old) in edges(store)
+
+
+def test_superseding_twice_names_the_superseder(store: MemoryStore) -> None:
+    old = store.store("fact", "v1", valid_from="2026-01-01")
+    new = store.store("fact", "v2", valid_from="2026-02-01", supersedes=old)
+    with pytest.raises(BadInputError, match=f"already superseded by {new}"):
+        store.store("fact", "v3", valid_from="2026-03-01", supersedes=old)
+    assert store.connection.execute("SELECT count(*) FROM mem_nodes").fetchone()[0] == 2
+
+
+def test_supersede_refuses_a_start_before_the_old_node(store: MemoryStore) -> None:
+    old = store.store("fact", "v1", valid_from="2026-05-01")
+    with pytest.raises(BadInputError, match="before"):
+        store.store("fact", "v0", valid_from="2026-01-01", supersedes=old)
+    assert store.get(old).valid_until is None
+
+
+def test_contradicts_caused_by_derived_from_edges(store: MemoryStore) -> None:
+    decision = store.store("decision", "Deploy on Fridays")
+    fact = store.store("fact", "Friday deploys broke twice")
+    outcome = store.store("outcome", "Weekend outage", caused_by=[decision])
+    derived = store.store("fact", "Friday deploys are risky", derived_from=[fact])
+    conflict = store.store("preference", "Never deploy on Fridays", contradicts=[decision])
+    assert {
+        (decision, "CAUSED", outcome),
+        (derived, "DERIVED_FROM", fact),
+        (conflict, "CONTRADICTS", decision),
+    } <= edges(store)
+
+
+def test_unknown_reference_is_not_found_and_nothing_written(store: MemoryStore) -> None:
+    with pytest.raises(NotFoundError):
+        store.store("fact", "x", derived_from=["f_ffff"])
+    assert store.connection.execute("SELECT count(*) FROM mem_nodes").fetchone()[0] == 0
+
+
+def test_resolve_id_by_unique_prefix_and_ambiguity(store: MemoryStore) -> None:
+    first = store.store("fact", "one")
+    second = store.store("fact", "two")
+    assert store.resolve_id(first) == first
+    common = len(Path(first).name)
+    while first[:common] != second[:common]:
+        common -= 1
+    assert store.resolve_id(first[: common + 1]) == first
+    with pytest.raises(AmbiguousIdError) as caught:
+        store.resolve_id(first[:common])
+    assert set(caught.value.candidates) == {first, second}
+    with pytest.raises(NotFoundError):
+        store.resolve_id("d_")
+    with pytest.raises(BadInputError):
+        store.resolve_id("f_'; DROP TABLE")
+
+
+def test_short_ids_are_unambiguous_prefixes(store: MemoryStore) -> None:
+    ids = [store.store("fact", f"fact {n}") for n in range(20)]
+    short = store.short_ids(ids)
+    for node_id, prefix in short.items():
+        assert node_id.startswith(prefix)
+        assert store.resolve_id(prefix) == node_id
+
+
+def test_session_links_nodes_and_end_queues_consolidation(store: MemoryStore) -> None:
+    session = store.start_session("auth work")
+    assert store.current().session == session
+    fact = store.store("fact", "tokens last 15 minutes")
+    assert (fact, "OCCURRED_IN", session) in edges(store)
+    assert store.end_session(summary="done") == session
+    assert store.current().session is None
+    assert store.get(session).data["summary"] == "done"
+    queued = store.connection.execute(
+        "SELECT session_id, status FROM mem_review_queue"
+    ).fetchall()
+    assert queued == [(session, "pending")]
+    with pytest.raises(BadInputError, match="already ended"):
+        store.end_session(session)
+    with pytest.raises(BadInputError, match="no active session"):
+        store.end_session()
+
+
+def test_store_without_session_has_no_occurred_in(store: MemoryStore) -> None:
+    store.store("fact", "lonely fact")
+    assert not [e for e in edges(store) if e[1] == "OCCURRED_IN"]
+
+
+def test_namespaces_isolate_nodes_and_switch_resets_session(
+    store: MemoryStore, make_store: Callable[..., MemoryStore]
+) -> None:
+    store.start_session("in default")
+    mine = store.store("fact", "default secret about zebras")
+    context = store.switch_namespace("project_b")
+    assert context.session is None
+    theirs = store.store("fact", "project_b note about zebras")
+    assert [i.id for i in store.recall("zebras").items] == [theirs]
+    with pytest.raises(NotFoundError):
+        store.resolve_id(mine)
+    other = make_store()
+    assert other.namespace == "project_b"  # persisted in state.yaml
+    assert {n.name: n.nodes for n in other.list_namespaces()} == {"default": 2, "project_b": 1}
+    assert [i.id for i in other.recall("zebras", namespace="default").items] == [mine]
+    assert theirs not in [
+        e[0] for e in edges(other) if e[1] == "OCCURRED_IN"
+    ]
+
+
+def test_invalid_namespace_names(store: MemoryStore) -> None:
+    for bad in ("", "a b", "../x", "x" * 65):
+        with pytest.raises(BadInputError):
+            store.switch_namespace(bad)
+
+
+def test_forget_tombstones_and_purge_deletes_everything(store: MemoryStore) -> None:
+    target = store.store("fact", "the quokka password is hunter2", entities=["Quokka"])
+    result = store.forget(target)
+    assert (result.id, result.purged) == (target, False)
+    assert store.get(target).tombstoned
+    assert store.recall("quokka password").items == () or all(
+        i.id != target for i in store.recall("quokka password").items
+    )
+    purged = store.forget(target[:12], purge=True)
+    assert purged.purged
+    conn = store.connection
+    assert conn.execute("SELECT count(*) FROM mem_nodes WHERE id = ?", (target,)).fetchone()[0] == 0
+    assert conn.execute(
+        "SELECT count(*) FROM mem_edges WHERE src = ? OR dst = ?", (target, target)
+    ).fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM mem_fts WHERE mem_fts MATCH 'hunter2'").fetchone()[
+        0
+    ] == 0
+
+
+def test_purging_the_superseder_reopens_the_old_version(store: MemoryStore) -> None:
+    old = store.store("fact", "v1", valid_from="2026-01-01")
+    new = store.store("fact", "v2", valid_from="2026-02-01", supersedes=old)
+    store.forget(new, purge=True)
+    assert store.get(old).valid_until is None
+
+
+def test_stats_counts(store: MemoryStore) -> None:
+    store.start_session("s")
+    old = store.store("fact", "v1", entities=["Thing"])
+    store.store("fact", "v2", supersedes=old)
+    gone = store.store("fact", "v3")
+    store.forget(gone)
+    store.end_session()
+    stats = store.stats()
+    assert stats.nodes == {"session": 1, "fact": 2, "entity": 1}
+    assert stats.edges == {"ABOUT": 1, "OCCURRED_IN": 3, "SUPERSEDES": 1}
+    assert (stats.tombstoned, stats.superseded, stats.pending_consolidation) == (1, 1, 1)
+
+
+def test_batch_is_one_transaction(store: MemoryStore) -> None:
+    with pytest.raises(RuntimeError), store.batch():
+        store.store("fact", "first")
+        store.store("fact", "second")
+        raise RuntimeError("abort the batch")
+    assert store.connection.execute("SELECT count(*) FROM mem_nodes").fetchone()[0] == 0
+    with store.batch():
+        for n in range(50):
+            store.store("fact", f"fact {n}")
+    assert store.connection.execute("SELECT count(*) FROM mem_nodes").fetchone()[0] == 50
+
+
+def test_newer_schema_is_refused_without_damage(db_path: Path) -> None:
+    MemoryStore(db_path).close()
+    conn = sqlite3.connect(db_path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    before = db_path.read_bytes()
+    with pytest.raises(SchemaTooNewError, match="upgrade nervamem"):
+        MemoryStore(db_path)
+    assert db_path.read_bytes() == before
+
+
+def test_non_sqlite_file_is_refused(tmp_path: Path) -> None:
+    bogus = tmp_path / "memory.db"
+    bogus.write_text("this is not a database " * 100)
+    with pytest.raises(StoreError):
+        MemoryStore(bogus)
+    assert bogus.read_text().startswith("this is not a database")
+
+
+def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE users (name TEXT)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="not a nervamem store"):
+        MemoryStore(other)
+
+
+def test_migrations_are_recorded(store: MemoryStore) -> None:
+    names = [r[0] for r in store.connection.execute("SELECT name FROM mem_migrations")]
+    assert names[0] == "m001_initial"
+    assert len(names) == SCHEMA_VERSION
+
+
+def test_location_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    nested = project / "src" / "pkg"
+    nested.mkdir(parents=True)
+    (project / ".nervapack").mkdir()
+    (project / ".nervapack" / "memory.db").write_bytes(b"")
+    monkeypatch.chdir(nested)
+    assert resolve_db_path() == project / ".nervapack" / "memory.db"
+    monkeypatch.setenv("NERVAPACK_MEMORY_DB", str(tmp_path / "env.db"))
+    assert resolve_db_path() == tmp_path / "env.db"
+    assert resolve_db_path(tmp_path / "explicit.db") == tmp_path / "explicit.db"
+    monkeypatch.delenv("NERVAPACK_MEMORY_DB")
+    monkeypatch.chdir(tmp_path)
+    assert resolve_db_path() == Path.home() / ".nervapack" / "memory.db"
+
+
+def test_state_file_is_written_atomically_and_validated(
+    store: MemoryStore, db_path: Path, make_store: Callable[..., MemoryStore]
+) -> None:
+    session = store.start_session("x")
+    state_file = db_path.parent / "state.yaml"
+    text = state_file.read_text()
+    assert f'session: "{session}"' in text
+    assert not list(db_path.parent.glob(".state-*"))
+    state_file.write_text("namespace: [1, 2\n")
+    with pytest.raises(StoreError, match="state.yaml"):
+        _ = make_store().namespace
+    state_file.write_text("namespace: 'hand edited'\n")
+    with pytest.raises(StoreError, match="namespace"):
+        _ = make_store().namespace
+    state_file.write_text("# edited by hand\nnamespace: team\nsession:\n")
+    assert make_store().namespace == "team"
+
+
+def test_any_text_is_valid_content(store: MemoryStore) -> None:
+    for text in ['"unbalanced', "NEAR(a b)", "a AND b OR c", "col:val ^start *", "🙂 emoji", "x" * 100_000]:
+        node_id = store.store("fact", text)
+        assert store.get(node_id).content == text
+    assert json.loads(json.dumps(store.stats().nodes)) == {"fact": 6}
