@@ -57,10 +57,14 @@ def _complete_any_kind(incomplete: str) -> list[str]:
 
 def _complete_namespace(ctx: typer.Context, incomplete: str) -> list[str]:
     try:
+        from ..locate import resolve_db_path
         from ..store import MemoryStore
 
-        root = ctx.find_root().params
-        with MemoryStore(root.get("db")) as store:
+        # Pressing Tab must never create a store as a side effect.
+        path = resolve_db_path(ctx.find_root().params.get("db"))
+        if not path.is_file():
+            return []
+        with MemoryStore(str(path)) as store:
             names = [info.name for info in store.list_namespaces()]
     except Exception:
         return []
@@ -393,7 +397,11 @@ def stats(ctx: typer.Context, namespace: NsOption = None, fmt: FormatOption = No
 
 session_app = typer.Typer(
     cls=NervamemGroup,
-    help="Start and end sessions (a session scopes what an agent did in one task).",
+    help=(
+        "Start and end sessions (a session scopes what an agent did in one task).\n\n"
+        '\b\nExample:\n  SID=$(nervamem session start "migrate auth to JWT")\n'
+        '  nervamem session end --summary "auth now uses JWT"'
+    ),
     no_args_is_help=True,
     context_settings=CONTEXT_SETTINGS,
 )
@@ -442,7 +450,10 @@ def session_end(
 
 ns_app = typer.Typer(
     cls=NervamemGroup,
-    help="Namespaces: separate memories in one store.",
+    help=(
+        "Namespaces: separate memories in one store.\n\n"
+        "\b\nExample:\n  nervamem ns list\n  nervamem ns switch project_b"
+    ),
     no_args_is_help=True,
     context_settings=CONTEXT_SETTINGS,
 )
