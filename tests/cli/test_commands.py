@@ -1,0 +1,252 @@
+"""CLI tests through Typer's CliRunner: exit codes, stdout and stderr separately, and
+syrupy snapshots of every output format. IDs and times come from the fixed clock and
+counting ID source of conftest.py, so snapshots are exact."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+Run = Callable[..., Any]
+FORMATS = ("markdown", "json", "table")
+
+
+@pytest.fixture
+def seeded(cli: Run) -> dict[str, str]:
+    session = cli("session", "start", "auth rework").stdout.strip()
+    old = cli(
+        "store", "decision", "Chose session cookies for auth", "-e", "AuthService",
+        "--valid-from", "2026-01-01", "--rationale", "simple",
+    ).stdout.strip()
+    new = cli(
+        "store", "decision", "Chose JWT for auth", "-e", "auth_service", "--valid-from",
+        "2026-06-01", "--supersedes", old, "--rejected", "cookies",
+    ).stdout.strip()
+    fact = cli(
+        "store", "fact", "auth_service issues 15-minute access tokens", "-e", "auth-service",
+        "--confidence", "0.9",
+    ).stdout.strip()
+    return {"session": session, "old": old, "new": new, "fact": fact}
+
+
+def test_store_prints_only_the_id(cli: Run) -> None:
+    result = cli("store", "fact", "the sky is blue")
+    assert result.exit_code == 0
+    assert result.stderr == ""
+    assert result.stdout == "f_0019f27d99de80000000000abc001\n"
+
+
+def test_store_reads_content_from_stdin(cli: Run) -> None:
+    node_id = cli("store", "action", "-", input="deployed v2\nto staging\n").stdout.strip()
+    shown = json.loads(cli("timeline", "staging", "--format", "json").stdout)
+    assert shown["items"][0]["id"] == node_id
+    assert shown["items"][0]["content"] == "deployed v2\nto staging\n"
+
+
+def test_recall_reads_query_from_stdin_and_double_dash(cli: Run) -> None:
+    cli("store", "fact", "--", "-x marks the spot")
+    assert "-x marks" in cli("recall", "-", input="marks spot").stdout
+    assert "-x marks" in cli("recall", "--", "-x marks").stdout
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_recall_formats(cli: Run, seeded: dict[str, str], snapshot: Any, fmt: str) -> None:
+    result = cli("recall", "auth mechanism", "--format", fmt)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == snapshot
+
+
+def test_recall_as_of_shows_the_old_decision(cli: Run, seeded: dict[str, str]) -> None:
+    now = json.loads(cli("recall", "auth mechanism", "-k", "decision", "-f", "json").stdout)
+    then = json.loads(
+        cli("recall", "auth mechanism", "--as-of", "2026-03-15", "-k", "decision", "-f", "json").stdout
+    )
+    assert [i["id"] for i in now["items"]] == [seeded["new"]]
+    assert [i["id"] for i in then["items"]] == [seeded["old"]]
+    assert then["as_of"] == "2026-03-15T00:00:00.000Z"
+
+
+def test_recall_json_contract(cli: Run, seeded: dict[str, str]) -> None:
+    document = json.loads(cli("recall", "auth", "--format", "json").stdout)
+    assert {"query", "as_of", "budget_tokens", "used_tokens", "items"} <= set(document)
+    for item in document["items"]:
+        assert {"id", "kind", "content", "score", "confidence", "valid_from", "valid_until",
+                "recorded_at"} <= set(item)
+    markdown = cli("recall", "auth", "--format", "markdown").stdout
+    # The JSON items are exactly those the Markdown shows.
+    shown = [line for line in markdown.splitlines() if line.startswith("- [")]
+    assert len(shown) == len(document["items"])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_timeline_formats(cli: Run, seeded: dict[str, str], snapshot: Any, fmt: str) -> None:
+    result = cli("timeline", "auth", "--format", fmt)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == snapshot
+
+
+def test_timeline_marks_superseded(cli: Run, seeded: dict[str, str]) -> None:
+    items = json.loads(cli("timeline", "auth", "-f", "json").stdout)["items"]
+    by_id = {i["id"]: i for i in items}
+    assert by_id[seeded["old"]]["superseded_by"] == seeded["new"]
+    assert by_id[seeded["new"]]["superseded_by"] is None
+    assert "[superseded by " in cli("timeline", "auth", "-f", "markdown").stdout
+
+
+def _mask_store_facts(text: str, db_path: Path) -> str:
+    # The store's path and byte size depend on the machine, not on nervamem.
+    text = text.replace(str(db_path.resolve()), "<DB>")
+    return re.sub(r'("db_bytes": |\(|db_bytes\s+)\d+', r"\1<BYTES>", text)
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "json"])
+def test_stats_formats(
+    cli: Run, seeded: dict[str, str], snapshot: Any, fmt: str, db_path: Path
+) -> None:
+    result = cli("stats", "--format", fmt)
+    assert result.exit_code == 0
+    assert _mask_store_facts(result.stdout, db_path) == snapshot
+
+
+def test_stats_table(cli: Run, seeded: dict[str, str]) -> None:
+    result = cli("stats", "--format", "table", env={"COLUMNS": "400"})
+    assert result.exit_code == 0
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip()
+            for line in result.stdout.splitlines() if line.count("│") == 3}
+    assert rows["nodes"] == "session 1, fact 1, decision 2, entity 1"
+    assert rows["superseded"] == "1"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_ns_commands_formats(cli: Run, seeded: dict[str, str], snapshot: Any, fmt: str) -> None:
+    switched = cli("ns", "switch", "project_b", "--format", fmt)
+    listed = cli("ns", "list", "--format", fmt)
+    current = cli("ns", "current", "--format", fmt)
+    assert (switched.exit_code, listed.exit_code, current.exit_code) == (0, 0, 0)
+    assert (switched.stdout, listed.stdout, current.stdout) == snapshot
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_session_and_forget_formats(cli: Run, snapshot: Any, fmt: str) -> None:
+    started = cli("session", "start", "x", "--format", fmt)
+    stored = cli("store", "fact", "temporary", "--format", fmt)
+    node_id = cli("store", "fact", "second").stdout.strip()
+    forgot = cli("forget", node_id, "--format", fmt)
+    purged = cli("forget", node_id, "--purge", "--yes", "--format", fmt)
+    ended = cli("session", "end", "--format", fmt)
+    outputs = [started, stored, forgot, purged, ended]
+    assert [r.exit_code for r in outputs] == [0] * 5
+    assert [r.stdout for r in outputs] == snapshot
+
+
+def test_init_is_idempotent(cli: Run, tmp_path: Path) -> None:
+    target = tmp_path / "proj" / "m.db"
+    first = cli("--db", str(target), "init", "-f", "json")
+    second = cli("--db", str(target), "init", "-f", "json")
+    assert json.loads(first.stdout)["created"] is True
+    assert json.loads(second.stdout)["created"] is False
+
+
+def test_init_in_project_and_global(cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NERVAPACK_MEMORY_DB")
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    assert cli("init").exit_code == 0
+    assert (project / ".nervapack" / "memory.db").is_file()
+    assert cli("init", "--global").exit_code == 0
+    assert (Path.home() / ".nervapack" / "memory.db").is_file()
+
+
+def test_global_options_before_the_command(cli: Run, tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    node_id = cli("--db", str(other), "--ns", "team", "store", "fact", "in team").stdout.strip()
+    found = json.loads(cli("--db", str(other), "--ns", "team", "--format", "json", "recall", "team").stdout)
+    assert [i["id"] for i in found["items"]] == [node_id]
+    assert json.loads(cli("--db", str(other), "-f", "json", "recall", "team").stdout)["items"] == []
+
+
+def test_format_from_environment(cli: Run) -> None:
+    result = cli("store", "fact", "x", env={"NERVAMEM_FORMAT": "json"})
+    assert json.loads(result.stdout)["id"].startswith("f_")
+
+
+def test_version(cli: Run) -> None:
+    result = cli("--version")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("nervamem ")
+
+
+ERROR_CASES = [
+    (["store", "opinion", "x"], 2, "bad_input"),
+    (["store", "fact", "x", "--confidence", "2"], 2, "bad_input"),
+    (["store", "fact", "x", "--valid-from", "last tuesday"], 2, "bad_input"),
+    (["store", "fact", "x", "--supersedes", "f_ffff"], 3, "not_found"),
+    (["store", "fact", "x", "--bogus"], 2, "usage"),
+    (["recall", "x", "--budget", "-1"], 2, "bad_input"),
+    (["recall", "x", "--budget", "3"], 2, "bad_input"),
+    (["recall", "x", "--budget", "lots"], 2, "usage"),
+    (["recall", "x", "--as-of", "2026-13-45"], 2, "bad_input"),
+    (["recall", "x", "--kind", "gossip"], 2, "bad_input"),
+    (["recall", "x", "--hops", "99"], 2, "bad_input"),
+    (["recall", "x", "--format", "yaml"], 2, "bad_input"),
+    (["forget", "f_'x"], 2, "bad_input"),
+    (["forget", "f_1"], 3, "not_found"),
+    (["session", "end"], 2, "bad_input"),
+    (["ns", "switch", "bad name"], 2, "bad_input"),
+    (["nonsense"], 2, "usage"),
+]
+
+
+@pytest.mark.parametrize(("args", "code", "name"), ERROR_CASES)
+def test_errors_are_one_line_with_documented_exit_code(
+    cli: Run, db_path: Path, args: list[str], code: int, name: str
+) -> None:
+    cli("store", "fact", "existing")
+    before = db_path.read_bytes()
+    result = cli(*args)
+    assert result.exit_code == code, result.stderr
+    assert result.stdout == ""
+    assert result.stderr.startswith("nervamem: error: ")
+    assert result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
+    as_json = cli(*args, "--format", "json") if "--format" not in args else result
+    if "--format" not in args and args != ["nonsense"]:
+        error = json.loads(as_json.stderr)["error"]
+        assert (error["code"], error["exit_code"]) == (name, code)
+    assert db_path.read_bytes() == before
+
+
+def test_ambiguous_prefix_lists_candidates(cli: Run) -> None:
+    first = cli("store", "fact", "one").stdout.strip()
+    second = cli("store", "fact", "two").stdout.strip()
+    result = cli("forget", "f_")
+    assert result.exit_code == 3
+    assert first in result.stderr and second in result.stderr
+
+
+def test_purge_without_yes_refuses_when_stdin_is_not_a_terminal(cli: Run) -> None:
+    node_id = cli("store", "fact", "keep me").stdout.strip()
+    result = cli("forget", node_id, "--purge")
+    assert result.exit_code == 2
+    assert "--yes" in result.stderr
+    assert json.loads(cli("timeline", "keep", "-f", "json").stdout)["items"][0]["id"] == node_id
+
+
+def test_corrupt_state_file_is_exit_1(cli: Run, db_path: Path) -> None:
+    cli("store", "fact", "x")
+    (db_path.parent / "state.yaml").write_text("namespace: {{{\n")
+    result = cli("recall", "x")
+    assert result.exit_code == 1
+    assert "state.yaml" in result.stderr
+
+
+def test_invalid_utf8_on_stdin_is_bad_input(cli: Run) -> None:
+    result = cli("store", "fact", "-", input=b"\xff\xfe bad")
+    assert result.exit_code == 2
+    assert "UTF-8" in result.stderr
