@@ -52,8 +52,10 @@ def run_recall(
     ns = store._ns(namespace)
     as_of_text = None
     if as_of is not None:
-        as_of_text = format_time(as_of) if isinstance(as_of, datetime) else parse_time(
-            as_of, option="--as-of"
+        as_of_text = (
+            format_time(as_of)
+            if isinstance(as_of, datetime)
+            else parse_time(as_of, option="--as-of")
         )
     now = store._clock()
     reference = to_datetime(as_of_text) if as_of_text else now
@@ -120,8 +122,7 @@ def _touch(store: MemoryStore, ids: list[str]) -> None:
         conn.execute("PRAGMA busy_timeout = 2000")
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany(
-            "UPDATE mem_nodes SET access_count = access_count + 1, last_accessed = ? "
-            "WHERE id = ?",
+            "UPDATE mem_nodes SET access_count = access_count + 1, last_accessed = ? WHERE id = ?",
             [(now, node_id) for node_id in ids],
         )
         conn.execute("COMMIT")

@@ -162,9 +162,12 @@ class MemoryStore:
             raise StoreError(f"{self.path} is read-only and needs a schema upgrade")
         with self._write():
             version = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
-            if version == 0 and self._conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' LIMIT 1"
-            ).fetchone():
+            if (
+                version == 0
+                and self._conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' LIMIT 1"
+                ).fetchone()
+            ):
                 raise StoreError(f"{self.path} is an SQLite database, but not a nervamem store")
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS mem_migrations "
@@ -564,8 +567,7 @@ class MemoryStore:
     def list_namespaces(self) -> list[NamespaceInfo]:
         counts = dict(
             self._conn.execute(
-                "SELECT namespace, count(*) FROM mem_nodes WHERE tombstoned = 0 "
-                "GROUP BY namespace"
+                "SELECT namespace, count(*) FROM mem_nodes WHERE tombstoned = 0 GROUP BY namespace"
             ).fetchall()
         )
         counts.setdefault(self.namespace, 0)
@@ -682,9 +684,7 @@ class MemoryStore:
             (ns,),
         ).fetchone()[0]
         size = sum(
-            os.path.getsize(p)
-            for p in (self.path, Path(f"{self.path}-wal"))
-            if os.path.exists(p)
+            os.path.getsize(p) for p in (self.path, Path(f"{self.path}-wal")) if os.path.exists(p)
         )
         return Stats(
             namespace=ns,
@@ -700,7 +700,7 @@ class MemoryStore:
 
 def _common_prefix(a: str, b: str) -> int:
     length = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         length += 1

@@ -87,9 +87,7 @@ def store(make_store: Callable[..., MemoryStore]) -> MemoryStore:
 
 
 @pytest.fixture
-def cli(
-    monkeypatch: pytest.MonkeyPatch, db_path: Path, clock: FakeClock
-) -> Callable[..., object]:
+def cli(monkeypatch: pytest.MonkeyPatch, db_path: Path, clock: FakeClock) -> Callable[..., object]:
     """Run the CLI in-process against db_path with the fixed clock and IDs.
 
     Returns a function ``run(*args, input=None, env=None)`` giving Click's Result, whose

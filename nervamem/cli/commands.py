@@ -296,17 +296,16 @@ def recall(
     ] = None,
     kind: Annotated[
         list[str] | None,
-        typer.Option("--kind", "-k", help="Only these kinds (repeatable).",
-                     autocompletion=_complete_any_kind),
+        typer.Option(
+            "--kind", "-k", help="Only these kinds (repeatable).", autocompletion=_complete_any_kind
+        ),
     ] = None,
     hops: Annotated[
         int, typer.Option("--hops", help="Graph expansion depth (0 turns it off).")
     ] = 2,
     namespace: NsOption = None,
     fmt: FormatOption = None,
-    tokenizer: Annotated[
-        str | None, typer.Option("--tokenizer", help="char or tiktoken.")
-    ] = None,
+    tokenizer: Annotated[str | None, typer.Option("--tokenizer", help="char or tiktoken.")] = None,
 ) -> None:
     """Recall what is relevant to QUERY, within a token budget.
 
@@ -463,7 +462,9 @@ app.add_typer(ns_app, name="ns")
 @ns_app.command("switch")
 def ns_switch(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Namespace name.", autocompletion=_complete_namespace)],
+    name: Annotated[
+        str, typer.Argument(help="Namespace name.", autocompletion=_complete_namespace)
+    ],
     fmt: FormatOption = None,
 ) -> None:
     """Make NAME the active namespace (this ends the active session's scope).

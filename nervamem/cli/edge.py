@@ -59,7 +59,7 @@ class NervamemGroup(TyperGroup):
             completion_init()
         super()._main_shell_completion(ctx_args, prog_name, complete_var)
 
-    def main(  # type: ignore[override]
+    def main(
         self,
         args: Sequence[str] | None = None,
         prog_name: str | None = None,

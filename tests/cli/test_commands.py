@@ -20,16 +20,37 @@ FORMATS = ("markdown", "json", "table")
 def seeded(cli: Run) -> dict[str, str]:
     session = cli("session", "start", "auth rework").stdout.strip()
     old = cli(
-        "store", "decision", "Chose session cookies for auth", "-e", "AuthService",
-        "--valid-from", "2026-01-01", "--rationale", "simple",
+        "store",
+        "decision",
+        "Chose session cookies for auth",
+        "-e",
+        "AuthService",
+        "--valid-from",
+        "2026-01-01",
+        "--rationale",
+        "simple",
     ).stdout.strip()
     new = cli(
-        "store", "decision", "Chose JWT for auth", "-e", "auth_service", "--valid-from",
-        "2026-06-01", "--supersedes", old, "--rejected", "cookies",
+        "store",
+        "decision",
+        "Chose JWT for auth",
+        "-e",
+        "auth_service",
+        "--valid-from",
+        "2026-06-01",
+        "--supersedes",
+        old,
+        "--rejected",
+        "cookies",
     ).stdout.strip()
     fact = cli(
-        "store", "fact", "auth_service issues 15-minute access tokens", "-e", "auth-service",
-        "--confidence", "0.9",
+        "store",
+        "fact",
+        "auth_service issues 15-minute access tokens",
+        "-e",
+        "auth-service",
+        "--confidence",
+        "0.9",
     ).stdout.strip()
     return {"session": session, "old": old, "new": new, "fact": fact}
 
@@ -64,7 +85,9 @@ def test_recall_formats(cli: Run, seeded: dict[str, str], snapshot: Any, fmt: st
 def test_recall_as_of_shows_the_old_decision(cli: Run, seeded: dict[str, str]) -> None:
     now = json.loads(cli("recall", "auth mechanism", "-k", "decision", "-f", "json").stdout)
     then = json.loads(
-        cli("recall", "auth mechanism", "--as-of", "2026-03-15", "-k", "decision", "-f", "json").stdout
+        cli(
+            "recall", "auth mechanism", "--as-of", "2026-03-15", "-k", "decision", "-f", "json"
+        ).stdout
     )
     assert [i["id"] for i in now["items"]] == [seeded["new"]]
     assert [i["id"] for i in then["items"]] == [seeded["old"]]
@@ -75,8 +98,16 @@ def test_recall_json_contract(cli: Run, seeded: dict[str, str]) -> None:
     document = json.loads(cli("recall", "auth", "--format", "json").stdout)
     assert {"query", "as_of", "budget_tokens", "used_tokens", "items"} <= set(document)
     for item in document["items"]:
-        assert {"id", "kind", "content", "score", "confidence", "valid_from", "valid_until",
-                "recorded_at"} <= set(item)
+        assert {
+            "id",
+            "kind",
+            "content",
+            "score",
+            "confidence",
+            "valid_from",
+            "valid_until",
+            "recorded_at",
+        } <= set(item)
     markdown = cli("recall", "auth", "--format", "markdown").stdout
     # The JSON items are exactly those the Markdown shows.
     shown = [line for line in markdown.splitlines() if line.startswith("- [")]
@@ -116,8 +147,11 @@ def test_stats_formats(
 def test_stats_table(cli: Run, seeded: dict[str, str]) -> None:
     result = cli("stats", "--format", "table", env={"COLUMNS": "400"})
     assert result.exit_code == 0
-    rows = {line.split("│")[1].strip(): line.split("│")[2].strip()
-            for line in result.stdout.splitlines() if line.count("│") == 3}
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in result.stdout.splitlines()
+        if line.count("│") == 3
+    }
     assert rows["nodes"] == "session 1, fact 1, decision 2, entity 1"
     assert rows["superseded"] == "1"
 
@@ -152,7 +186,9 @@ def test_init_is_idempotent(cli: Run, tmp_path: Path) -> None:
     assert json.loads(second.stdout)["created"] is False
 
 
-def test_init_in_project_and_global(cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_init_in_project_and_global(
+    cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("NERVAPACK_MEMORY_DB")
     project = tmp_path / "proj"
     project.mkdir()
@@ -166,7 +202,9 @@ def test_init_in_project_and_global(cli: Run, tmp_path: Path, monkeypatch: pytes
 def test_global_options_before_the_command(cli: Run, tmp_path: Path) -> None:
     other = tmp_path / "other.db"
     node_id = cli("--db", str(other), "--ns", "team", "store", "fact", "in team").stdout.strip()
-    found = json.loads(cli("--db", str(other), "--ns", "team", "--format", "json", "recall", "team").stdout)
+    found = json.loads(
+        cli("--db", str(other), "--ns", "team", "--format", "json", "recall", "team").stdout
+    )
     assert [i["id"] for i in found["items"]] == [node_id]
     assert json.loads(cli("--db", str(other), "-f", "json", "recall", "team").stdout)["items"] == []
 

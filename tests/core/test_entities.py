@@ -25,14 +25,22 @@ def test_normal_forms(name: str, snake: str, slug: str, flat: str) -> None:
 
 def test_four_alias_forms_without_duplicates() -> None:
     assert alias_forms("AuthService") == ["AuthService", "auth_service"]
-    assert alias_forms("Auth Service") == ["Auth Service", "auth-service", "auth_service", "authservice"]
+    assert alias_forms("Auth Service") == [
+        "Auth Service",
+        "auth-service",
+        "auth_service",
+        "authservice",
+    ]
 
 
 def entity_ids(store: MemoryStore) -> list[str]:
     return [r[0] for r in store.connection.execute("SELECT id FROM mem_nodes WHERE kind='entity'")]
 
 
-@pytest.mark.parametrize("spelling", ["AuthService", "authservice", "auth_service", "auth-service", "Auth Service", "AUTH_SERVICE"])
+@pytest.mark.parametrize(
+    "spelling",
+    ["AuthService", "authservice", "auth_service", "auth-service", "Auth Service", "AUTH_SERVICE"],
+)
 def test_spellings_resolve_to_one_entity(store: MemoryStore, spelling: str) -> None:
     store.store("fact", "first", entities=["AuthService"])
     store.store("fact", "second", entities=[spelling])
@@ -50,9 +58,12 @@ def test_fts_step_catches_stemming_variants_but_not_longer_names(store: MemorySt
 def test_entities_link_with_about_and_are_namespaced(store: MemoryStore) -> None:
     fact = store.store("fact", "x", entities=["Billing"])
     (entity,) = entity_ids(store)
-    assert store.connection.execute(
-        "SELECT count(*) FROM mem_edges WHERE src=? AND dst=? AND kind='ABOUT'", (fact, entity)
-    ).fetchone()[0] == 1
+    assert (
+        store.connection.execute(
+            "SELECT count(*) FROM mem_edges WHERE src=? AND dst=? AND kind='ABOUT'", (fact, entity)
+        ).fetchone()[0]
+        == 1
+    )
     store.store("fact", "y", entities=["Billing"], namespace="other")
     assert len(entity_ids(store)) == 2
 

@@ -18,7 +18,10 @@ from nervamem.tokens import CharTokenCounter, get_counter
 def auth_store(store: MemoryStore) -> dict[str, str]:
     store.start_session("auth rework")
     old = store.store(
-        "decision", "Chose session cookies for auth", valid_from="2026-01-01", entities=["AuthService"]
+        "decision",
+        "Chose session cookies for auth",
+        valid_from="2026-01-01",
+        entities=["AuthService"],
     )
     new = store.store(
         "decision",
@@ -27,7 +30,9 @@ def auth_store(store: MemoryStore) -> dict[str, str]:
         supersedes=old,
         entities=["auth_service"],
     )
-    fact = store.store("fact", "auth_service issues 15-minute access tokens", entities=["auth-service"])
+    fact = store.store(
+        "fact", "auth_service issues 15-minute access tokens", entities=["auth-service"]
+    )
     return {"old": old, "new": new, "fact": fact}
 
 
@@ -42,7 +47,9 @@ def test_concepts_example_exactly(store: MemoryStore, auth_store: dict[str, str]
     assert versions[0].superseded_by == auth_store["new"]
 
 
-def test_current_recall_never_shows_superseded(store: MemoryStore, auth_store: dict[str, str]) -> None:
+def test_current_recall_never_shows_superseded(
+    store: MemoryStore, auth_store: dict[str, str]
+) -> None:
     ids = {i.id for i in store.recall("session cookies auth JWT").items}
     assert auth_store["old"] not in ids
     assert auth_store["new"] in ids
@@ -60,8 +67,26 @@ def test_stages_quote_every_term() -> None:
 
 @pytest.mark.parametrize(
     "query",
-    ['"', '""', "NEAR(", "a AND", "OR OR", "*", "col:val", "^x", "(a", "a)", "🙂", "x" * 20_000,
-     "AND OR NOT", "\\", "'", "-x", "a:b:c", "NEAR(a b, 3)"],
+    [
+        '"',
+        '""',
+        "NEAR(",
+        "a AND",
+        "OR OR",
+        "*",
+        "col:val",
+        "^x",
+        "(a",
+        "a)",
+        "🙂",
+        "x" * 20_000,
+        "AND OR NOT",
+        "\\",
+        "'",
+        "-x",
+        "a:b:c",
+        "NEAR(a b, 3)",
+    ],
 )
 def test_hostile_queries_never_raise(store: MemoryStore, query: str) -> None:
     store.store("fact", "AND OR NOT NEAR col val x")

@@ -15,10 +15,31 @@ from nervamem import MemoryStore
 from nervamem.errors import BadInputError
 from nervamem.timeparse import format_time
 
-WORDS = ["auth", "jwt", "cookie", "deploy", "canary", "cache", "redis", "the", "when", "did",
-         "NEAR", "AND", "OR", '"', "*", "(", "🙂", "ünïcode", "x" * 40]
+WORDS = [
+    "auth",
+    "jwt",
+    "cookie",
+    "deploy",
+    "canary",
+    "cache",
+    "redis",
+    "the",
+    "when",
+    "did",
+    "NEAR",
+    "AND",
+    "OR",
+    '"',
+    "*",
+    "(",
+    "🙂",
+    "ünïcode",
+    "x" * 40,
+]
 text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join)
-any_text = st.one_of(text, st.text(min_size=1, max_size=80).filter(lambda s: "\x00" not in s and s.strip()))
+any_text = st.one_of(
+    text, st.text(min_size=1, max_size=80).filter(lambda s: "\x00" not in s and s.strip())
+)
 days = st.integers(min_value=0, max_value=400)
 BASE = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

@@ -184,9 +184,7 @@ def test_session_links_nodes_and_end_queues_consolidation(store: MemoryStore) ->
     assert store.end_session(summary="done") == session
     assert store.current().session is None
     assert store.get(session).data["summary"] == "done"
-    queued = store.connection.execute(
-        "SELECT session_id, status FROM mem_review_queue"
-    ).fetchall()
+    queued = store.connection.execute("SELECT session_id, status FROM mem_review_queue").fetchall()
     assert queued == [(session, "pending")]
     with pytest.raises(BadInputError, match="already ended"):
         store.end_session(session)
@@ -214,9 +212,7 @@ def test_namespaces_isolate_nodes_and_switch_resets_session(
     assert other.namespace == "project_b"  # persisted in state.yaml
     assert {n.name: n.nodes for n in other.list_namespaces()} == {"default": 2, "project_b": 1}
     assert [i.id for i in other.recall("zebras", namespace="default").items] == [mine]
-    assert theirs not in [
-        e[0] for e in edges(other) if e[1] == "OCCURRED_IN"
-    ]
+    assert theirs not in [e[0] for e in edges(other) if e[1] == "OCCURRED_IN"]
 
 
 def test_invalid_namespace_names(store: MemoryStore) -> None:
@@ -237,12 +233,16 @@ def test_forget_tombstones_and_purge_deletes_everything(store: MemoryStore) -> N
     assert purged.purged
     conn = store.connection
     assert conn.execute("SELECT count(*) FROM mem_nodes WHERE id = ?", (target,)).fetchone()[0] == 0
-    assert conn.execute(
-        "SELECT count(*) FROM mem_edges WHERE src = ? OR dst = ?", (target, target)
-    ).fetchone()[0] == 0
-    assert conn.execute("SELECT count(*) FROM mem_fts WHERE mem_fts MATCH 'hunter2'").fetchone()[
-        0
-    ] == 0
+    assert (
+        conn.execute(
+            "SELECT count(*) FROM mem_edges WHERE src = ? OR dst = ?", (target, target)
+        ).fetchone()[0]
+        == 0
+    )
+    assert (
+        conn.execute("SELECT count(*) FROM mem_fts WHERE mem_fts MATCH 'hunter2'").fetchone()[0]
+        == 0
+    )
 
 
 def test_purging_the_superseder_reopens_the_old_version(store: MemoryStore) -> None:
@@ -347,7 +347,14 @@ def test_state_file_is_written_atomically_and_validated(
 
 
 def test_any_text_is_valid_content(store: MemoryStore) -> None:
-    for text in ['"unbalanced', "NEAR(a b)", "a AND b OR c", "col:val ^start *", "🙂 emoji", "x" * 100_000]:
+    for text in [
+        '"unbalanced',
+        "NEAR(a b)",
+        "a AND b OR c",
+        "col:val ^start *",
+        "🙂 emoji",
+        "x" * 100_000,
+    ]:
         node_id = store.store("fact", text)
         assert store.get(node_id).content == text
     assert json.loads(json.dumps(store.stats().nodes)) == {"fact": 6}
