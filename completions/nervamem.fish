@@ -1,0 +1,1 @@
+complete --command nervamem --no-files --arguments "(env _NERVAMEM_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) nervamem)" --condition "env _NERVAMEM_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) nervamem"
