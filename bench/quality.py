@@ -1,0 +1,400 @@
+"""Recall quality: how much of what a question needs lands in the recalled tokens.
+
+One command, a path to the data:
+
+    python bench/quality.py ../shared/data/locomo/locomo-dev.json      # LoCoMo (default set)
+    python bench/quality.py --set agent                               # generated agent memory
+
+For every question and every budget (200 / 500 / 1000 tokens, the default char counter)
+it calls ``MemoryStore.recall(question, budget_tokens=B)`` -- the code path of the CLI --
+and scores the Markdown it returns: the fraction of the question's expected memories
+whose text appears in it (lower-cased, whitespace collapsed, curly quotes straightened).
+The mean per budget is printed overall and per category, next to a plain FTS5 BM25
+reference that packs ``[YYYY-MM-DD] content`` lines in bm25() order into the same budget.
+
+LoCoMo (data path required; the data is never copied into the project): each LoCoMo
+session is one nervamem session, started before its turns and ended after them; each
+turn is one ``fact``, content ``"<speaker>: <text>"`` plus ``" [shares image: <caption>]"``
+when it has one, valid from its session's date-time; one store per conversation.
+
+Agent set (``--set agent``, see bench/agentset.py): seeded, generated coding-agent
+memories with questions whose answers are known by construction. It also reports how
+often a superseded memory showed up (``stale``): the reference has no temporal mask.
+
+Access counting: recall increments ``access_count`` of what it returns, and the
+frequency factor then favours those nodes in later recalls, so the score of a question
+would depend on which questions were asked before it. The benchmark measures every
+question on the store exactly as ingested: after ingest the store object is marked
+read-only, which makes recall skip that bookkeeping (``--keep-access`` measures with it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from nervamem import MemoryStore
+
+BUDGETS = (200, 500, 1000)
+DEFAULT_LOCOMO = Path(__file__).resolve().parent.parent / "../shared/data/locomo/locomo-dev.json"
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+INGEST_START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=timezone.utc)
+
+
+# ---------------------------------------------------------------------------- data model
+@dataclass
+class Memory:
+    """One node to store. ``key`` names it for supersedes / caused_by references."""
+
+    key: str
+    kind: str
+    content: str
+    valid_from: str
+    entities: tuple[str, ...] = ()
+    supersedes: str | None = None
+    caused_by: tuple[str, ...] = ()
+    confidence: float = 1.0
+
+
+@dataclass
+class Session:
+    title: str
+    memories: list[Memory]
+
+
+@dataclass
+class Question:
+    text: str
+    category: str
+    expected: tuple[str, ...]  # texts that should appear in the recall
+    forbidden: tuple[str, ...] = ()  # texts that must not (superseded versions)
+
+
+@dataclass
+class Corpus:
+    """What one store holds, and the questions asked of it."""
+
+    name: str
+    sessions: list[Session]
+    questions: list[Question]
+    loose: list[Memory] = field(default_factory=list)  # stored outside any session
+
+
+# ---------------------------------------------------------------------------- scoring
+_QUOTES = str.maketrans({"‘": "'", "’": "'", "‚": "'", "‛": "'", "“": '"', "”": '"',
+                         "„": '"', "‟": '"', "′": "'", "″": '"'})
+
+
+def normalise(text: str) -> str:
+    return " ".join(text.translate(_QUOTES).lower().split())
+
+
+def score_text(output: str, question: Question) -> tuple[float, int]:
+    """(fraction of expected texts present, number of forbidden texts present)."""
+    flat = normalise(output)
+    found = sum(1 for text in question.expected if normalise(text) in flat)
+    stale = sum(1 for text in question.forbidden if normalise(text) in flat)
+    return found / len(question.expected), stale
+
+
+# ---------------------------------------------------------------------------- LoCoMo
+_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.I)
+_EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
+_MONTHS = {m: i for i, m in enumerate(
+    "january february march april may june july august september october november december"
+    .split(), start=1)}
+
+
+def locomo_time(text: str) -> str:
+    match = _DATE.search(text)
+    if not match:
+        raise ValueError(f"unreadable session date {text!r}")
+    hour, minute, half, day, month, year = match.groups()
+    hour_24 = int(hour) % 12 + (12 if half.lower() == "pm" else 0)
+    moment = datetime(int(year), _MONTHS[month.lower()], int(day), hour_24, int(minute))
+    return moment.strftime("%Y-%m-%dT%H:%M:00Z")
+
+
+def locomo_corpora(path: Path) -> list[Corpus]:
+    corpora = []
+    for conversation in json.loads(path.read_text(encoding="utf-8")):
+        talk = conversation["conversation"]
+        numbers = sorted(
+            int(key.split("_")[1]) for key in talk
+            if re.fullmatch(r"session_\d+", key) and talk[key]
+        )
+        sessions: list[Session] = []
+        turn_text: dict[tuple[int, int], str] = {}
+        for number in numbers:
+            when = locomo_time(talk[f"session_{number}_date_time"])
+            memories = []
+            for turn in talk[f"session_{number}"]:
+                content = f"{turn['speaker']}: {turn['text']}"
+                if turn.get("blip_caption"):
+                    content += f" [shares image: {turn['blip_caption']}]"
+                match = _EVIDENCE.fullmatch(turn["dia_id"].strip())
+                if match:
+                    turn_text[(int(match[1]), int(match[2]))] = turn["text"]
+                memories.append(Memory(turn["dia_id"], "fact", content, when))
+            sessions.append(Session(f"{conversation['sample_id']} session {number}", memories))
+        questions = []
+        for qa in conversation["qa"]:
+            refs = [r for raw in qa.get("evidence", []) for r in re.split(r"[;,\s]+", raw) if r]
+            wanted = []
+            for ref in refs:
+                match = _EVIDENCE.search(ref)
+                key = (int(match[1]), int(match[2])) if match else None
+                if key in turn_text and turn_text[key] not in wanted:
+                    wanted.append(turn_text[key])
+            if wanted:
+                category = LOCOMO_CATEGORIES.get(qa["category"], str(qa["category"]))
+                questions.append(Question(qa["question"], category, tuple(wanted)))
+        corpora.append(Corpus(conversation["sample_id"], sessions, questions))
+    return corpora
+
+
+# ---------------------------------------------------------------------------- ingest
+class StepClock:
+    """Deterministic clock: every reading is one second after the previous one, as if an
+    agent stored one memory after another (IDs and short IDs are then reproducible)."""
+
+    def __init__(self, start: datetime = INGEST_START) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        current = self.now
+        self.now += timedelta(seconds=1)
+        return current
+
+
+class SeededRandom:
+    def __init__(self, seed: int) -> None:
+        import random
+
+        self._random = random.Random(seed)
+
+    def __call__(self) -> int:
+        return self._random.getrandbits(64)
+
+
+def ingest(store: MemoryStore, corpus: Corpus) -> dict[str, str]:
+    """Store the corpus; return memory key -> node ID."""
+    ids: dict[str, str] = {}
+
+    def put(memory: Memory) -> None:
+        ids[memory.key] = store.store(
+            memory.kind,
+            memory.content,
+            valid_from=memory.valid_from,
+            entities=memory.entities,
+            supersedes=ids[memory.supersedes] if memory.supersedes else None,
+            caused_by=[ids[k] for k in memory.caused_by],
+            confidence=memory.confidence,
+        )
+
+    with store.batch():
+        for memory in corpus.loose:
+            put(memory)
+        for session in corpus.sessions:
+            store.start_session(session.title)
+            for memory in session.memories:
+                put(memory)
+            store.end_session()
+    return ids
+
+
+# ---------------------------------------------------------------------------- BM25 reference
+REFERENCE_STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for
+    from further had has have having he her here hers herself him himself his how i if in
+    into is it its itself just me more most my myself no nor not now of off on once only or
+    other our ours ourselves out over own same she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up
+    very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves""".split()
+)
+
+
+class Bm25Reference:
+    """Plain FTS5: porter unicode61, non-stopword terms OR'd, ranked by bm25(), lines
+    ``[YYYY-MM-DD] content`` packed in rank order until the next one would not fit.
+    No temporal mask, no graph: superseded memories stay in."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self._db = sqlite3.connect(":memory:")
+        self._db.execute(
+            "CREATE VIRTUAL TABLE docs USING fts5(content, line UNINDEXED, "
+            "tokenize = 'porter unicode61 remove_diacritics 2')"
+        )
+        rows = [
+            (m.content, f"[{m.valid_from[:10]}] {' '.join(m.content.split())}")
+            for m in [*corpus.loose, *(m for s in corpus.sessions for m in s.memories)]
+        ]
+        self._db.executemany("INSERT INTO docs (content, line) VALUES (?, ?)", rows)
+
+    def recall(self, query: str, budget: int) -> str:
+        terms = [t for t in dict.fromkeys(re.findall(r"[^\W_]+", query.lower()))
+                 if t not in REFERENCE_STOPWORDS]
+        if not terms:
+            return ""
+        expression = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        lines: list[str] = []
+        chars = 0
+        for (line,) in self._db.execute(
+            "SELECT line FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT 400",
+            (expression,),
+        ):
+            added = len(line) + (1 if lines else 0)
+            if math.ceil((chars + added) / 4) > budget:
+                break
+            lines.append(line)
+            chars += added
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- runner
+@dataclass
+class Tally:
+    scores: dict[tuple[str, int, str], list[float]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    stale: dict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
+    used: dict[tuple[str, int], list[int]] = field(default_factory=lambda: defaultdict(list))
+    seconds: list[float] = field(default_factory=list)
+
+    def add(self, system: str, budget: int, category: str, score: float, stale: int) -> None:
+        self.scores[(system, budget, category)].append(score)
+        self.scores[(system, budget, "all")].append(score)
+        self.stale[(system, budget)] += stale
+
+    def mean(self, system: str, budget: int, category: str) -> float:
+        values = self.scores.get((system, budget, category), [])
+        return statistics.fmean(values) if values else float("nan")
+
+    def count(self, category: str) -> int:
+        for (_, _, cat), values in self.scores.items():
+            if cat == category:
+                return len(values)
+        return 0
+
+
+def evaluate(
+    corpora: Iterable[Corpus],
+    budgets: Sequence[int],
+    *,
+    baseline: bool,
+    keep_access: bool,
+    hook: Callable[[Corpus, MemoryStore], None] | None = None,
+) -> Tally:
+    tally = Tally()
+    with tempfile.TemporaryDirectory(prefix="nervamem-quality-") as tmp:
+        for index, corpus in enumerate(corpora):
+            store = MemoryStore(
+                Path(tmp) / f"{index}" / "memory.db",
+                clock=StepClock(),
+                random_source=SeededRandom(index),
+            )
+            try:
+                ingest(store, corpus)
+                store.read_only = not keep_access
+                if hook:
+                    hook(corpus, store)
+                reference = Bm25Reference(corpus) if baseline else None
+                for question in corpus.questions:
+                    for budget in budgets:
+                        started = time.perf_counter()
+                        result = store.recall(question.text, budget_tokens=budget)
+                        tally.seconds.append(time.perf_counter() - started)
+                        score, stale = score_text(result.markdown, question)
+                        tally.add("nervamem", budget, question.category, score, stale)
+                        tally.used[("nervamem", budget)].append(result.used_tokens)
+                        if reference:
+                            text = reference.recall(question.text, budget)
+                            score, stale = score_text(text, question)
+                            tally.add("bm25", budget, question.category, score, stale)
+            finally:
+                store.close()
+    return tally
+
+
+def report(tally: Tally, budgets: Sequence[int], *, title: str, show_stale: bool) -> str:
+    systems = [s for s in ("nervamem", "bm25") if any(k[0] == s for k in tally.scores)]
+    categories = sorted({k[2] for k in tally.scores if k[2] != "all"})
+    head = ["category", "n"] + [f"{s} @{b}" for b in budgets for s in systems]
+    rows = []
+    for category in ["all", *categories]:
+        cells = [category, str(tally.count(category))]
+        cells += [f"{tally.mean(s, b, category):.3f}" for b in budgets for s in systems]
+        rows.append(cells)
+    if show_stale:
+        cells = ["stale (superseded shown)", ""]
+        cells += [str(tally.stale[(s, b)]) for b in budgets for s in systems]
+        rows.append(cells)
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = [f"### {title}", ""]
+    for n, cells in enumerate([head, *rows]):
+        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |")
+        if n == 0:
+            lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    if tally.seconds:
+        ordered = sorted(tally.seconds)
+        lines.append("")
+        lines.append(
+            f"{len(ordered)} recalls, p50 {ordered[len(ordered) // 2] * 1000:.2f} ms, "
+            f"p95 {ordered[int(len(ordered) * 0.95)] * 1000:.2f} ms"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data", nargs="?", type=Path, default=None,
+                        help=f"LoCoMo JSON (default {DEFAULT_LOCOMO})")
+    parser.add_argument("--set", choices=("locomo", "agent"), default="locomo")
+    parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
+    parser.add_argument("--no-baseline", action="store_true", help="skip the BM25 reference")
+    parser.add_argument("--keep-access", action="store_true",
+                        help="let recalls count accesses (questions then affect each other)")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N corpora")
+    parser.add_argument("--seed", type=int, default=7, help="agent set seed")
+    args = parser.parse_args(argv)
+    budgets = [int(b) for b in args.budgets.split(",")]
+    if args.set == "agent":
+        from bench.agentset import agent_corpora
+
+        corpora = agent_corpora(seed=args.seed)
+        title = f"Agent set (seed {args.seed})"
+    else:
+        path = (args.data or DEFAULT_LOCOMO).resolve()
+        if not path.is_file():
+            parser.error(f"no LoCoMo data at {path}: pass its path")
+        corpora = locomo_corpora(path)
+        title = f"LoCoMo {path.name}"
+    if args.limit:
+        corpora = corpora[: args.limit]
+    started = time.perf_counter()
+    tally = evaluate(corpora, budgets, baseline=not args.no_baseline,
+                     keep_access=args.keep_access)
+    print(report(tally, budgets, title=title, show_stale=args.set == "agent"))
+    print(f"({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
