@@ -97,7 +97,7 @@ class MemoryStore:
         self._in_transaction = False
         self._transaction_time: datetime | None = None
         if busy_timeout_ms is None:
-            busy_timeout_ms = int(os.environ.get(ENV_BUSY_TIMEOUT, DEFAULT_BUSY_TIMEOUT_MS))
+            busy_timeout_ms = _busy_timeout_from_env()
         self._busy_timeout_ms = busy_timeout_ms
         self.read_only = False
         self._conn = self._open()
@@ -127,11 +127,18 @@ class MemoryStore:
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise self._store_error(exc) from None
+        except BaseException:
+            conn.close()  # e.g. a newer schema: do not leave the files open behind us
+            raise
         return conn
 
     def _connect(self, path: Path, *, read_only: bool) -> sqlite3.Connection:
         if read_only:
             uri = path.resolve().as_uri() + "?mode=ro"
+            if not os.path.exists(f"{path}-wal") and not os.access(path.parent, os.W_OK):
+                # A WAL store opened read-only needs a -shm file it cannot create in a
+                # read-only folder; with no -wal there, no writer can be active either.
+                uri += "&immutable=1"
             conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
         else:
             conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
@@ -139,7 +146,7 @@ class MemoryStore:
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
             if not read_only:
                 mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-                if str(mode).lower() != "wal":
+                if str(mode).lower() != "wal" and _may_convert_to_wal(conn):
                     conn.execute("PRAGMA journal_mode = WAL")
                 # FULL: a commit that returned survives power loss, not only a crash.
                 conn.execute("PRAGMA synchronous = FULL")
@@ -621,9 +628,17 @@ class MemoryStore:
         try:
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._conn.execute("VACUUM")
-            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
         except sqlite3.Error as exc:
             raise self._store_error(exc) from None
+        if busy:
+            # A reader's snapshot still needs the old pages, so they could not be
+            # overwritten yet: say so instead of claiming there is no trace left.
+            raise StoreLockedError(
+                f"the node is deleted, but another process kept reading {self.path} for "
+                f"{self._busy_timeout_ms / 1000:g}s, so its old bytes stay on disk until the "
+                "last process using the store closes it"
+            )
 
     # ------------------------------------------------------------------ reads
     def recall(
@@ -696,6 +711,32 @@ class MemoryStore:
             db_path=str(self.path.resolve()),
             db_bytes=size,
         )
+
+
+def _may_convert_to_wal(conn: sqlite3.Connection) -> bool:
+    """Only an empty file or a store this version understands is switched to WAL: another
+    program's database, or a newer store, is refused by _migrate and must stay untouched."""
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version:
+        return version <= SCHEMA_VERSION
+    return not conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' LIMIT 1"
+    ).fetchone()
+
+
+def _busy_timeout_from_env() -> int:
+    raw = os.environ.get(ENV_BUSY_TIMEOUT, "").strip()
+    if not raw:
+        return DEFAULT_BUSY_TIMEOUT_MS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise BadInputError(
+            f"{ENV_BUSY_TIMEOUT}={raw[:40]!r} is not a whole number of milliseconds >= 0"
+        )
+    return value
 
 
 def _common_prefix(a: str, b: str) -> int:
