@@ -22,6 +22,16 @@ MAX_BUDGET = 1_000_000
 MAX_HOPS = 5
 
 
+def _check_query(query: str) -> None:
+    if "\x00" in query:
+        raise BadInputError("the query contains a NUL byte")
+    try:
+        # Undecodable argv bytes arrive as lone surrogates, which no output can encode.
+        query.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInputError("the query is not valid UTF-8 text") from None
+
+
 def _candidate_target(budget: int) -> int:
     # Roughly how many item lines the budget could hold; later FTS stages run until the
     # earlier ones have found at least this many candidates.
@@ -46,8 +56,7 @@ def run_recall(
     for kind in kinds or ():
         if kind not in NODE_KINDS:
             raise BadInputError(f"unknown kind {kind[:40]!r}: use one of {', '.join(NODE_KINDS)}")
-    if "\x00" in query:
-        raise BadInputError("the query contains a NUL byte")
+    _check_query(query)
     counter = get_counter(tokenizer)
     ns = store._ns(namespace)
     as_of_text = None
@@ -138,8 +147,7 @@ def run_timeline(
 ) -> list[TimelineItem]:
     if not 1 <= limit <= 100_000:
         raise BadInputError(f"--limit must be between 1 and 100000, not {limit}")
-    if "\x00" in query:
-        raise BadInputError("the query contains a NUL byte")
+    _check_query(query)
     ns = store._ns(namespace)
     conn = store.connection
     hits = rank.search(conn, ns, query, as_of=None, kinds=None, want=limit, apply_mask=False)

@@ -64,18 +64,23 @@ def save_state(db_path: Path, state: State) -> None:
         f"namespace: {json.dumps(state.namespace)}\n"
         f"session: {json.dumps(state.session)}\n"
     )
-    fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise StateError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(body)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):  # e.g. state.yaml is a directory, or the disk is full
+            raise StateError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
 
 

@@ -17,7 +17,9 @@ def format_time(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     moment = moment.astimezone(timezone.utc)
-    return moment.strftime(STORED_FORMAT)[:-3] + "Z"
+    # isoformat, not strftime: glibc's %Y drops the zero padding before year 1000, and
+    # "999-..." would then sort after "2026-..." and break every text comparison.
+    return moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 def parse_time(text: str, *, option: str = "time") -> str:
@@ -33,9 +35,11 @@ def parse_time(text: str, *, option: str = "time") -> str:
             f"{option}: {text[:40]!r} is not an ISO-8601 date or date-time "
             "(e.g. 2026-03-15 or 2026-03-15T09:30:00Z)"
         ) from None
-    if moment.year < 1:
-        raise BadInputError(f"{option}: {text[:40]!r} is out of range")
-    return format_time(moment)
+    try:
+        # A zone offset can push 0001-01-01 or 9999-12-31 outside datetime's range.
+        return format_time(moment)
+    except OverflowError:
+        raise BadInputError(f"{option}: {text[:40]!r} is out of range") from None
 
 
 def to_datetime(stored: str) -> datetime:
