@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import entities as entity_rules
 from .errors import (
@@ -47,6 +47,9 @@ from .models import (
 )
 from .state import State, load_state, save_state, validate_namespace
 from .timeparse import format_time, parse_time
+
+if TYPE_CHECKING:
+    from .codegraph import AnchorReport
 
 Clock = Callable[[], datetime]
 DEFAULT_BUSY_TIMEOUT_MS = 15_000
@@ -100,6 +103,7 @@ class MemoryStore:
             busy_timeout_ms = _busy_timeout_from_env()
         self._busy_timeout_ms = busy_timeout_ms
         self.read_only = False
+        self.code_anchoring: dict[str, AnchorReport] = {}
         self._conn = self._open()
 
     # ------------------------------------------------------------------ connection
@@ -471,7 +475,8 @@ class MemoryStore:
             return
         from .codegraph import anchor_entities
 
-        anchor_entities(self, node_id, entity_ids, graph_path)
+        # Kept for the caller: ambiguous names and graph problems are reported, not raised.
+        self.code_anchoring[node_id] = anchor_entities(self, node_id, entity_ids, graph_path)
 
     def _valid_from(self, value: str | datetime | None) -> str:
         if value is None:
@@ -589,6 +594,10 @@ class MemoryStore:
             return ForgetResult(id=node_id, purged=False)
         self._purge(node_id)
         return ForgetResult(id=node_id, purged=True)
+
+    def _tombstone(self, node_id: str) -> None:
+        """Soft delete inside an open write transaction (consolidation)."""
+        self._conn.execute("UPDATE mem_nodes SET tombstoned = 1 WHERE id = ?", (node_id,))
 
     def _purge(self, node_id: str) -> None:
         """Hard delete that leaves no trace of the content in any file of the store.

@@ -281,6 +281,9 @@ def store(
             rejected=rejected or (),
             session=session,
         )
+        anchoring = memory.code_anchoring.get(node_id)
+    for warning in anchoring.warnings if anchoring else ():
+        sys.stderr.write(f"nervamem: warning: {warning}\n")
     emit("id", node_id, output)
 
 
@@ -509,3 +512,6 @@ def ns_current(ctx: typer.Context, fmt: FormatOption = None) -> None:
 
 def main(argv: list[str] | None = None) -> Any:
     return app(args=argv, prog_name="nervamem")
+
+
+from . import code_commands  # noqa: E402,F401  (code bridge and consolidate commands)
