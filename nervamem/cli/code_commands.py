@@ -67,7 +67,10 @@ def consolidate(
 
 code_app = typer.Typer(
     cls=NervamemGroup,
-    help="The code graph that memories are anchored to (.nervapack/graph.graphml).",
+    help=(
+        "The code graph that memories are anchored to (.nervapack/graph.graphml).\n\n"
+        "\b\nExample:\n  nervamem code index\n  nervamem code index src/"
+    ),
     no_args_is_help=True,
     context_settings=CONTEXT_SETTINGS,
 )
