@@ -95,6 +95,7 @@ SKIP_DIRS = frozenset(
 )
 _KIND_ORDER = {"class": 0, "function": 1, "method": 2, "module": 3}
 _QUALIFIERS = re.compile(r"\.|::")
+_EDGE_KIND_ATTRS = ("kind", "type", "label", "relation")
 
 REASON_FILE_MISSING = "file missing"
 REASON_UNPARSABLE = "file does not parse"
@@ -653,6 +654,7 @@ def _write_graph(graph_path: Path, attrs: dict[str, str], symbols: list[CodeSymb
     for symbol in symbols:
         if symbol.parent:
             graph.add_edge(symbol.parent, symbol.node_id, kind="CONTAINS")
+    graph_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = graph_path.with_name(f".{graph_path.name}.{uuid.uuid4().hex}.tmp")
     try:
         nx.write_graphml(graph, str(tmp), encoding="utf-8")
@@ -688,7 +690,7 @@ def read_graphml(path: Path) -> tuple[dict[str, str], list[CodeSymbol]]:
     Nodes without ``file_path`` are not code and are skipped. Everything else is
     optional: ``name`` and ``qualname`` fall back on each other and on the node ID,
     ``kind`` on ``type``, line numbers may be text, a missing ``module`` is derived from
-    the path. ``CONTAINS`` edges (or edges without a kind) give each symbol its parent.
+    the path. ``CONTAINS`` (or ``DEFINES``) edges give each symbol its parent.
     """
     import xml.etree.ElementTree as ET
 
@@ -721,9 +723,9 @@ def read_graphml(path: Path) -> tuple[dict[str, str], list[CodeSymbol]]:
         elif tag == "edge" and depth == 1:
             values = dict(defaults["edge"])
             values.update(_data_of(elem, keys))
-            kind = (values.get("kind") or values.get("type") or values.get("label") or "").upper()
+            kinds = {values.get(k, "").strip().upper() for k in _EDGE_KIND_ATTRS}
             source, target = elem.get("source"), elem.get("target")
-            if source and target and kind in ("", "CONTAINS", "DEFINES"):
+            if source and target and kinds & {"CONTAINS", "DEFINES"}:
                 parents.setdefault(target, source)
             elem.clear()
         elif tag == "graph":
