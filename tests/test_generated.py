@@ -13,8 +13,9 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -134,9 +135,25 @@ def test_bash_completion_script_completes_commands_and_kinds(tmp_path: Path) -> 
     assert done.stdout.splitlines() == ["recall", "decision", "json"]
 
 
+@pytest.mark.parametrize(
+    ("shell", "extra", "expected"),
+    [
+        ("zsh", {}, '"recall":"Recall what is relevant'),
+        ("fish", {"_TYPER_COMPLETE_FISH_ACTION": "get-args"}, "recall\tRecall what is relevant"),
+    ],
+)
+def test_zsh_and_fish_completion_answer(
+    cli: Callable[..., Any], shell: str, extra: dict[str, str], expected: str
+) -> None:
+    env = {"_NERVAMEM_COMPLETE": f"complete_{shell}", "_TYPER_COMPLETE_ARGS": "nervamem rec"}
+    done = cli(env={**env, **extra})
+    assert done.exit_code == 0
+    assert expected in done.stdout
+
+
 def test_completion_of_namespaces_reads_the_store_without_creating_one(
-    cli, tmp_path: Path, db_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+    cli: Callable[..., Any], tmp_path: Path
+) -> None:
     assert cli("ns", "switch", "project_b").exit_code == 0
     env = {
         "COMP_WORDS": "nervamem ns switch proj",
