@@ -77,33 +77,42 @@ class Consolidator(Protocol):
 
 
 @dataclass(frozen=True)
+class TombstonedNode:
+    """A duplicate that was (or, in a dry run, would be) tombstoned."""
+
+    id: str
+    short_id: str
+    duplicate_of: str
+    duplicate_of_short: str
+    session_id: str
+    score: float
+    reason: str
+
+
+@dataclass(frozen=True)
 class ConsolidationResult:
     strategy: str
     dry_run: bool
     jobs_processed: int
     sessions: tuple[str, ...]
     tombstoned: tuple[str, ...]
-    duplicates: tuple[Duplicate, ...]
-    short_ids: dict[str, str]
+    duplicates: tuple[TombstonedNode, ...]
 
     @property
     def markdown(self) -> str:
-        short = self.short_ids
-        verb = "would be tombstoned" if self.dry_run else "tombstoned"
-        jobs = "pending job" if self.dry_run else "job processed"
-        title = "Consolidation dry run" if self.dry_run else "Consolidation"
-        plural = "" if self.jobs_processed == 1 else "s"
-        lines = [
-            f"## {title} ({self.strategy}): {self.jobs_processed} {jobs}{plural}, "
-            f"{len(self.tombstoned)} {verb}"
-        ]
+        jobs = self.jobs_processed
+        if self.dry_run:
+            head = f"## Consolidation dry run ({self.strategy}): {jobs} pending job"
+            head += f"{'' if jobs == 1 else 's'}, {len(self.tombstoned)} would be tombstoned"
+        else:
+            head = f"## Consolidation ({self.strategy}): {jobs} job{'' if jobs == 1 else 's'} "
+            head += f"processed, {len(self.tombstoned)} tombstoned"
+        lines = [head]
         if self.duplicates:
             lines.append("")
         for dup in self.duplicates:
             lines.append(
-                f"- [{short.get(dup.tombstone, dup.tombstone)}] duplicate of "
-                f"[{short.get(dup.keep, dup.keep)}] in session "
-                f"{short.get(dup.session_id, dup.session_id)} ({dup.reason})"
+                f"- [{dup.short_id}] duplicate of [{dup.duplicate_of_short}] ({dup.reason})"
             )
         return "\n".join(lines) + "\n"
 
@@ -271,15 +280,25 @@ def consolidate(
                 )
                 processed += 1
     sessions = tuple(snapshot.session_id for _, snapshot, _ in plans)
-    ids = [i for dup in applied for i in (dup.tombstone, dup.keep, dup.session_id)]
+    short = store.short_ids([i for dup in applied for i in (dup.tombstone, dup.keep)])
     return ConsolidationResult(
         strategy=consolidator.name,
         dry_run=dry_run,
         jobs_processed=processed,
         sessions=sessions,
         tombstoned=tuple(dup.tombstone for dup in applied),
-        duplicates=tuple(applied),
-        short_ids=store.short_ids(ids) if ids else {},
+        duplicates=tuple(
+            TombstonedNode(
+                id=dup.tombstone,
+                short_id=short[dup.tombstone],
+                duplicate_of=dup.keep,
+                duplicate_of_short=short[dup.keep],
+                session_id=dup.session_id,
+                score=dup.score,
+                reason=dup.reason,
+            )
+            for dup in applied
+        ),
     )
 
 

@@ -152,7 +152,7 @@ def test_a_chain_of_near_copies_keeps_only_the_newest(store: MemoryStore) -> Non
     ids = _session(store, "the build is green", "The build is green.", "the BUILD is green")
     result = consolidate(store)
     assert sorted(result.tombstoned) == sorted(ids[:2])
-    assert {d.keep for d in result.duplicates} == {ids[2]}
+    assert {d.duplicate_of for d in result.duplicates} == {ids[2]}
 
 
 def test_forgotten_and_superseding_nodes_are_not_paired(store: MemoryStore) -> None:
@@ -296,9 +296,9 @@ def test_every_tombstone_has_a_live_twin_in_its_own_session(
             result = consolidate(memory)
             assert result.jobs_processed == len(sessions)
             for dup in result.duplicates:
-                dropped, kept = memory.get(dup.tombstone), memory.get(dup.keep)
+                dropped, kept = memory.get(dup.id), memory.get(dup.duplicate_of)
                 assert dropped.tombstoned and not kept.tombstoned
-                assert owner[dup.tombstone] == owner[dup.keep] == dup.session_id
+                assert owner[dup.id] == owner[dup.duplicate_of] == dup.session_id
                 assert dropped.kind == kept.kind
                 assert jaccard(word_set(dropped.content), word_set(kept.content)) > 0.9
                 assert (dropped.recorded_at, dropped.id) < (kept.recorded_at, kept.id)
