@@ -69,7 +69,7 @@ SIDECAR_FILE = "graph-index.sqlite"
 HASH_SCHEME = "sha256-lines-16"
 GENERATOR = "nervamem"
 INDEX_VERSION = 1
-SIDECAR_VERSION = "1"
+SIDECAR_VERSION = "3"
 MAX_ANCHORS_PER_NAME = 20
 # A file modified this close to the previous index may have changed within the same
 # mtime tick; its hash is compared instead of trusting its stat (git's "racy clean").
@@ -607,9 +607,14 @@ def _previous_index(
     """The previous graph's symbols by file, when it is ours and comparable."""
     if not graph_path.is_file():
         return {}, {}
+    sidecar = _open_sidecar(graph_path)
     try:
-        attrs, symbols = read_graphml(graph_path)
-    except (OSError, SyntaxError, ValueError):
+        if sidecar is not None:  # milliseconds, where re-reading the GraphML takes seconds
+            with CodeIndex(sidecar, graph_path) as index:
+                attrs, symbols = index.attrs, index.all_symbols()
+        else:
+            attrs, symbols = read_graphml(graph_path)
+    except (OSError, SyntaxError, ValueError, sqlite3.Error):
         return {}, {}
     if (
         attrs.get("generator") != GENERATOR
@@ -809,7 +814,7 @@ def _full_segments(symbol: CodeSymbol) -> list[str]:
 
 
 def _keys_for(symbol: CodeSymbol) -> set[str]:
-    keys = {f"n:{symbol.node_id}"}
+    keys = set()
     bare = stripped(symbol.name)
     if bare:
         keys.add(f"b:{bare}")
@@ -842,12 +847,12 @@ def _lookup_keys(name: str) -> tuple[list[str], str | None]:
 # --------------------------------------------------------------------------- sidecar index
 _SIDECAR_SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE symbols (node_id TEXT PRIMARY KEY, ord INTEGER NOT NULL, "
+    "CREATE TABLE symbols (ord INTEGER PRIMARY KEY, node_id TEXT NOT NULL UNIQUE, "
     "file_path TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, qualname TEXT NOT NULL, "
     "module TEXT NOT NULL, start_line INTEGER, end_line INTEGER, source_hash TEXT, "
     "parent TEXT, file_mtime_ns INTEGER, file_size INTEGER, file_hash TEXT, parse_error TEXT)",
     "CREATE INDEX symbols_file ON symbols (file_path, ord)",
-    "CREATE TABLE keys (key TEXT NOT NULL, node_id TEXT NOT NULL, PRIMARY KEY (key, node_id))"
+    "CREATE TABLE keys (key TEXT NOT NULL, ord INTEGER NOT NULL, PRIMARY KEY (key, ord))"
     " WITHOUT ROWID",
 )
 _SYMBOL_COLUMNS = (
@@ -894,17 +899,17 @@ def _open_sidecar(graph_path: Path) -> sqlite3.Connection | None:
 
 
 def _fill_sidecar(
-    conn: sqlite3.Connection, stamp: str, attrs: dict[str, str], symbols: Iterable[CodeSymbol]
+    conn: sqlite3.Connection, stamp: str, attrs: dict[str, str], symbols: Sequence[CodeSymbol]
 ) -> None:
     for statement in _SIDECAR_SCHEMA:
         conn.execute(statement)
     meta = {**attrs, "graph_stamp": stamp, "version": SIDECAR_VERSION}
     conn.execute("DELETE FROM meta")
     conn.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
-    for order, symbol in enumerate(symbols):
-        conn.execute(
-            f"INSERT OR IGNORE INTO symbols (ord, {_SYMBOL_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    conn.executemany(
+        f"INSERT OR IGNORE INTO symbols (ord, {_SYMBOL_COLUMNS}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
             (
                 order,
                 symbol.node_id,
@@ -921,12 +926,14 @@ def _fill_sidecar(
                 symbol.file_size,
                 symbol.file_hash,
                 symbol.parse_error,
-            ),
-        )
-        conn.executemany(
-            "INSERT OR IGNORE INTO keys VALUES (?, ?)",
-            [(key, symbol.node_id) for key in _keys_for(symbol)],
-        )
+            )
+            for order, symbol in enumerate(symbols)
+        ],
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO keys VALUES (?, ?)",
+        [(key, order) for order, symbol in enumerate(symbols) for key in _keys_for(symbol)],
+    )
 
 
 def _write_sidecar(
@@ -1003,7 +1010,10 @@ class CodeIndex:
         keys, path_suffix = _lookup_keys(name)
         found: list[CodeSymbol] = []
         for key in keys:
-            found = self._symbols("node_id IN (SELECT node_id FROM keys WHERE key = ?)", (key,))
+            if key.startswith("n:"):
+                found = self._symbols("node_id = ?", (key[2:],))
+            else:
+                found = self._symbols("ord IN (SELECT ord FROM keys WHERE key = ?)", (key,))
             if found:
                 break
         if not found and path_suffix:
@@ -1015,6 +1025,9 @@ class CodeIndex:
             found,
             key=lambda s: (_KIND_ORDER.get(s.kind, 4), s.file_path, s.start_line or 0, s.node_id),
         )
+
+    def all_symbols(self) -> list[CodeSymbol]:
+        return self._symbols("1 ORDER BY ord", ())
 
     def file_symbol(self, file_path: str) -> CodeSymbol | None:
         rows = self._symbols("file_path = ? AND kind = 'module' ORDER BY ord LIMIT 1", (file_path,))

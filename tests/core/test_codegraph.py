@@ -264,7 +264,7 @@ def test_store_anchors_matching_entities_with_touches(indexed: MemoryStore) -> N
     assert entity.data["graph_node_id"] == "pkg/auth.py::AuthService"
     assert len(entity.data["source_hash"]) == 16
     assert entity.data["ambiguous"] is False
-    assert edge["anchors"] == entity.data["anchors"]  # type: ignore[comparison-overlap]
+    assert edge["anchors"] == entity.data["anchors"]
     assert indexed.code_anchoring[node].warnings == ()
 
 
