@@ -1261,7 +1261,8 @@ def _touches(
     if memory_id is not None:
         sql += " AND n.id = ?"
         args.append(memory_id)
-    if needle and needle.isascii():
+    if needle and needle.isascii() and needle.isprintable() and not set(needle) & {'"', "\\"}:
+        # A cheap prefilter, used only where JSON holds the path verbatim.
         sql += " AND (instr(e.data, ?) > 0 OR instr(ent.data, ?) > 0)"
         args += [needle, needle]
     sql += " ORDER BY n.recorded_at, n.id, ent.id"

@@ -22,6 +22,23 @@ from .timeparse import to_datetime
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)
 MAX_QUERY_TERMS = 32
 STAGE_LIMIT = 200
+# A key term found in more rows than this is common: it only scores candidates that the
+# rare terms found (see search); PRE_LIMIT candidates are read and scored in full.
+COMMON_DF = 1000
+PRE_LIMIT = 300
+PREFIX_LIMIT = 50
+PREFIX_WEIGHT = 0.3
+PHRASE_BOOST = 1.5
+BM25_K1 = 1.2
+BM25_B = 0.75
+# Session context (see session_context).
+CONTEXT_SEEDS = 30
+CONTEXT_WINDOW = 2
+CONTEXT_SPAN = 6
+CONTEXT_WEIGHT = 0.5
+CONTEXT_DECAY = 0.5
+CONTEXT_BEFORE = 0.7
+SESSION_WEIGHT = 0.5
 EXPANSION_DECAY = 0.6
 EXPANSION_FANOUT = 8
 EXPANSION_SEEDS = 30
@@ -49,8 +66,9 @@ EXPANSION_EDGES = ("ABOUT", "TOUCHES", "CAUSED", "DERIVED_FROM", "CONTRADICTS")
 
 NODE_COLUMNS = (
     "n.id, n.kind, n.content, n.valid_from, n.valid_until, n.recorded_at, "
-    "n.confidence, n.access_count"
+    "n.confidence, n.access_count, n.seq"
 )
+NodeRow = tuple[str, str, str, str, str | None, str, float, int, int]
 
 
 @dataclass
@@ -63,8 +81,9 @@ class Candidate:
     recorded_at: str
     confidence: float
     access_count: int
+    seq: int
     relevance: float
-    via: str
+    via: str  # "search", "context" or "expansion"
 
 
 def query_terms(text: str) -> list[str]:
@@ -72,8 +91,12 @@ def query_terms(text: str) -> list[str]:
 
 
 def content_terms(terms: Sequence[str]) -> list[str]:
-    kept = [t for t in dict.fromkeys(terms) if t not in STOPWORDS]
-    return kept or list(dict.fromkeys(terms))
+    """The words of a query that carry its topic: no stop words, and no one-letter
+    fragments (the "s" of "Gina's") unless they are digits. A query made only of such
+    words keeps them, so that it still finds something."""
+    unique = list(dict.fromkeys(terms))
+    kept = [t for t in unique if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+    return kept or [t for t in unique if len(t) > 1 or t.isdigit()] or unique
 
 
 def _quote(term: str) -> str:
@@ -81,7 +104,8 @@ def _quote(term: str) -> str:
 
 
 def fts_stages(text: str) -> list[str]:
-    """MATCH expressions to try in order: exact phrase, every term as prefix, any term."""
+    """The MATCH expressions of the stages, in order: exact phrase, every key term as a
+    prefix, any key term. :func:`search` runs them as term lookups (see there)."""
     terms = query_terms(text)
     if not terms:
         return []
@@ -107,6 +131,10 @@ def mask_sql(as_of: str | None, alias: str = "n") -> tuple[str, list[str]]:
     )
 
 
+def _idf(total: int, df: int) -> float:
+    return math.log((total - df + 0.5) / (df + 0.5) + 1.0)
+
+
 def search(
     conn: sqlite3.Connection,
     namespace: str,
@@ -117,40 +145,191 @@ def search(
     want: int,
     apply_mask: bool = True,
 ) -> dict[str, Candidate]:
-    """Run the FTS stages in order; a later stage runs only while fewer than ``want``
-    candidates were found, and its hits rank below every hit of the stages before it."""
-    found: dict[str, Candidate] = {}
-    if apply_mask:
-        mask, mask_params = mask_sql(as_of)
-    else:
-        mask, mask_params = "n.tombstoned = 0", []
-    kind_sql = ""
-    kind_params: list[str] = []
-    if kinds:
-        kind_sql = f" AND n.kind IN ({','.join('?' * len(kinds))})"
-        kind_params = list(kinds)
-    floor = 1.0
-    for expression in fts_stages(query):
-        if len(found) >= want:
-            break
+    """Find and score the nodes that match the query's key terms.
+
+    The three stages of concepts.md (phrase, all terms, any term) are folded into one
+    score instead of being tried as tiers: a node's relevance is the summed IDF of the
+    key terms it contains, times the share of key terms it contains (so a node with all
+    of them outranks one with a single rare word, as the all-terms stage intended),
+    times BM25's length normalisation, times PHRASE_BOOST when it holds the query as a
+    phrase. Relevance is normalised so the best hit has 1.0.
+
+    Cost is bounded by the rare terms, never by the corpus: each key term's posting list
+    is read up to COMMON_DF rows. Rare terms (at most COMMON_DF rows) propose the
+    candidates; a common term only adds to the score of candidates that contain it (an
+    ``AND`` restricted to them), so a question full of frequent words never makes FTS5
+    score every row. When no key term is rare, the newest rows holding all (else any) of
+    them are the candidates. The prefix stage (``term*``) still runs when the exact terms
+    found fewer than ``want`` nodes; its hits score at PREFIX_WEIGHT.
+    """
+    terms = query_terms(query)
+    keys = content_terms(terms)
+    if not keys:
+        return {}
+    total = max(int(conn.execute("SELECT max(seq) FROM mem_nodes").fetchone()[0] or 0), 1)
+    postings: dict[str, set[int]] = {}
+    common: list[str] = []
+    for key in keys:
         rows = conn.execute(
-            f"SELECT {NODE_COLUMNS}, bm25(mem_fts) AS rank FROM mem_fts "
-            "JOIN mem_nodes n ON n.seq = mem_fts.rowid "
-            f"WHERE mem_fts MATCH ? AND n.namespace = ? AND {mask}{kind_sql} "
-            "ORDER BY rank LIMIT ?",
-            [expression, namespace, *mask_params, *kind_params, STAGE_LIMIT],
+            "SELECT rowid FROM mem_fts WHERE mem_fts MATCH ? LIMIT ?",
+            (_quote(key), COMMON_DF + 1),
         ).fetchall()
-        new_rows = [row for row in rows if row[0] not in found]
-        if not new_rows:
-            continue
-        best = max(-row[8] for row in new_rows) or 1.0
-        stage_top = floor
-        for row in new_rows:
-            # bm25() is negative, better is lower; normalise to (0, 1] within the stage.
-            relevance = stage_top * max(-row[8], 0.0) / best if best > 0 else stage_top
-            found[row[0]] = Candidate(*row[:8], relevance=max(relevance, 1e-6), via="search")
-        floor = min(c.relevance for c in found.values()) * 0.999
+        if len(rows) > COMMON_DF:
+            common.append(key)
+        elif rows:
+            postings[key] = {row[0] for row in rows}
+    idf = {key: _idf(total, len(rows)) for key, rows in postings.items()}
+    idf.update({key: _idf(total, max(COMMON_DF + 1, total // 10)) for key in common})
+    if postings:
+        members = dict(postings)
+        rare_any = " OR ".join(_quote(key) for key in postings)
+        for key in common:
+            members[key] = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT rowid FROM mem_fts WHERE mem_fts MATCH ?",
+                    (f"{_quote(key)} AND ({rare_any})",),
+                )
+            }
+    elif common:
+        members = _newest_common(conn, common)
+    else:
+        members = {}
+    found = _score(
+        conn, namespace, members, idf, len(keys), terms,
+        as_of=as_of, kinds=kinds, apply_mask=apply_mask,
+    )
+    if len(found) < want:
+        _prefix_stage(
+            conn, namespace, keys, found, as_of=as_of, kinds=kinds, apply_mask=apply_mask
+        )
     return found
+
+
+def _newest_common(conn: sqlite3.Connection, common: list[str]) -> dict[str, set[int]]:
+    """Every key term is common: take the newest rows that hold all of them (else any)."""
+    rows: list[tuple[int]] = []
+    for joiner in (" AND ", " OR "):
+        rows = conn.execute(
+            "SELECT rowid FROM mem_fts WHERE mem_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+            (joiner.join(_quote(key) for key in common), PRE_LIMIT),
+        ).fetchall()
+        if rows or len(common) == 1:
+            break
+    candidates = {row[0] for row in rows}
+    if len(common) == 1:
+        return {common[0]: candidates}
+    marks = ",".join("?" * len(candidates))
+    return {
+        key: {
+            row[0]
+            for row in conn.execute(
+                f"SELECT rowid FROM mem_fts WHERE mem_fts MATCH ? AND rowid IN ({marks})",
+                (_quote(key), *candidates),
+            )
+        }
+        for key in common
+    } if candidates else {}
+
+
+def _filters(
+    as_of: str | None, kinds: Sequence[str] | None, apply_mask: bool
+) -> tuple[str, list[str]]:
+    mask, params = mask_sql(as_of) if apply_mask else ("n.tombstoned = 0", [])
+    if kinds:
+        mask += f" AND n.kind IN ({','.join('?' * len(kinds))})"
+        params = [*params, *kinds]
+    return mask, params
+
+
+def _score(
+    conn: sqlite3.Connection,
+    namespace: str,
+    members: dict[str, set[int]],
+    idf: dict[str, float],
+    key_count: int,
+    terms: list[str],
+    *,
+    as_of: str | None,
+    kinds: Sequence[str] | None,
+    apply_mask: bool,
+) -> dict[str, Candidate]:
+    matched: dict[int, list[str]] = {}
+    for key, rowids in members.items():
+        for rowid in rowids:
+            matched.setdefault(rowid, []).append(key)
+    if not matched:
+        return {}
+
+    first = {
+        rowid: sum(idf[k] for k in keys) * len(keys) / key_count
+        for rowid, keys in matched.items()
+    }
+    ordered = sorted(first, key=lambda r: (-first[r], -r))
+    mask, mask_params = _filters(as_of, kinds, apply_mask)
+    rows: list[NodeRow] = []
+    for start in range(0, len(ordered), 500):
+        if len(rows) >= PRE_LIMIT:
+            break
+        chunk = ordered[start : start + 500]
+        rows += conn.execute(
+            f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.seq IN "
+            f"({','.join('?' * len(chunk))}) AND +n.namespace = ? AND {mask}",
+            [*chunk, namespace, *mask_params],
+        ).fetchall()
+    if not rows:
+        return {}
+    rows.sort(key=lambda row: -first[row[8]])
+    rows = rows[:PRE_LIMIT]
+    average = sum(len(row[2]) for row in rows) / len(rows) or 1.0
+    phrase = (
+        re.compile(r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, terms)) + r"(?![^\W_])", re.I)
+        if len(terms) > 1
+        else None
+    )
+    scored: list[tuple[float, NodeRow]] = []
+    for row in rows:
+        norm = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * len(row[2]) / average))
+        score = first[row[8]] * norm
+        if phrase and phrase.search(row[2]):
+            score *= PHRASE_BOOST
+        scored.append((score, row))
+    best = max(score for score, _ in scored) or 1.0
+    return {
+        row[0]: Candidate(*row, relevance=max(score / best, 1e-6), via="search")
+        for score, row in scored
+    }
+
+
+def _prefix_stage(
+    conn: sqlite3.Connection,
+    namespace: str,
+    keys: list[str],
+    found: dict[str, Candidate],
+    *,
+    as_of: str | None,
+    kinds: Sequence[str] | None,
+    apply_mask: bool,
+) -> None:
+    """``term*`` for every key term of three letters or more, ranked by bm25()."""
+    prefixes = [key for key in keys if len(key) >= 3]
+    if not prefixes:
+        return
+    mask, mask_params = _filters(as_of, kinds, apply_mask)
+    rows = conn.execute(
+        f"SELECT {NODE_COLUMNS}, bm25(mem_fts) AS rank FROM mem_fts "
+        "JOIN mem_nodes n ON n.seq = mem_fts.rowid "
+        f"WHERE mem_fts MATCH ? AND n.namespace = ? AND {mask} ORDER BY rank LIMIT ?",
+        [" OR ".join(_quote(key) + "*" for key in prefixes), namespace, *mask_params,
+         PREFIX_LIMIT],
+    ).fetchall()
+    new_rows = [row for row in rows if row[0] not in found]
+    if not new_rows:
+        return
+    best = max(-row[9] for row in new_rows) or 1.0
+    for row in new_rows:
+        relevance = PREFIX_WEIGHT * max(-row[9], 0.0) / best if best > 0 else PREFIX_WEIGHT
+        found[row[0]] = Candidate(*row[:9], relevance=max(relevance, 1e-6), via="search")
 
 
 def expand(
@@ -195,15 +374,102 @@ def expand(
     return result
 
 
+def session_context(
+    conn: sqlite3.Connection,
+    namespace: str,
+    found: dict[str, Candidate],
+    *,
+    as_of: str | None,
+    kinds: Sequence[str] | None,
+) -> dict[str, Candidate]:
+    """Context from the same session: what was recorded just before and after a hit.
+
+    A session is one task, and what is stored next to a memory in it is usually its
+    context: the question a reply answers, the action that followed a decision. Each of
+    the CONTEXT_SEEDS best hits passes ``CONTEXT_WEIGHT x decay^(d-1)`` of its relevance
+    to the memories up to CONTEXT_WINDOW places after it in its session (d = distance),
+    and CONTEXT_BEFORE times that to those before it; hits receive it too, so a hit with
+    relevant neighbours outranks a lone one. Then each candidate's score is raised by
+    SESSION_WEIGHT x (its session's summed hit relevance / the best session's), so the
+    task that matches the query most is preferred. Reads only a few rows per seed by
+    primary key; never a whole session, so a long session cannot flood the result.
+    """
+    seeds = sorted(found.values(), key=lambda c: -c.relevance)[:CONTEXT_SEEDS]
+    if not seeds:
+        return found
+    wanted = sorted(
+        {c.seq + d for c in seeds for d in range(-CONTEXT_SPAN, CONTEXT_SPAN + 1)}
+    )
+    mask, mask_params = mask_sql(as_of)
+    rows = conn.execute(
+        f"SELECT {NODE_COLUMNS}, e.dst FROM mem_nodes n JOIN mem_edges e "
+        "ON e.src = n.id AND e.kind = 'OCCURRED_IN' "
+        f"WHERE n.seq IN ({','.join('?' * len(wanted))}) AND +n.namespace = ? AND {mask}",
+        [*wanted, namespace, *mask_params],
+    ).fetchall()
+    by_session: dict[str, list[NodeRow]] = {}
+    session_of: dict[str, str] = {}
+    for row in rows:
+        by_session.setdefault(row[-1], []).append(row[:-1])
+        session_of[row[0]] = row[-1]
+    for members in by_session.values():
+        members.sort(key=lambda r: r[8])
+    gained: dict[str, float] = {}
+    rows_by_id: dict[str, NodeRow] = {}
+    for seed in seeds:
+        session = session_of.get(seed.id)
+        if session is None:
+            continue
+        members = by_session[session]
+        place = next(i for i, r in enumerate(members) if r[0] == seed.id)
+        for index, row in enumerate(members):
+            distance = index - place
+            if distance == 0 or abs(distance) > CONTEXT_WINDOW:
+                continue
+            if abs(row[8] - seed.seq) > CONTEXT_SPAN:
+                continue
+            share = CONTEXT_WEIGHT * CONTEXT_DECAY ** (abs(distance) - 1) * seed.relevance
+            if distance < 0:
+                share *= CONTEXT_BEFORE
+            gained[row[0]] = gained.get(row[0], 0.0) + share
+            rows_by_id[row[0]] = row
+    result = dict(found)
+    base = {node_id: c.relevance for node_id, c in found.items()}
+    for node_id, extra in gained.items():
+        if node_id in result:
+            result[node_id].relevance += extra
+        elif not kinds or rows_by_id[node_id][1] in kinds:
+            result[node_id] = Candidate(*rows_by_id[node_id], relevance=extra, via="context")
+    # Sessions of every candidate (hits outside the fetched windows included).
+    missing = [node_id for node_id in result if node_id not in session_of]
+    session_of.update(sessions_of(conn, missing))
+    weight: dict[str, float] = {}
+    for node_id, relevance in base.items():
+        session = session_of.get(node_id)
+        if session:
+            weight[session] = weight.get(session, 0.0) + relevance
+    top = max(weight.values(), default=0.0)
+    for node_id, candidate in result.items():
+        session = session_of.get(node_id)
+        if session and top > 0:
+            candidate.relevance *= 1.0 + SESSION_WEIGHT * weight.get(session, 0.0) / top
+    best = max(c.relevance for c in result.values())
+    for candidate in result.values():
+        candidate.relevance = max(candidate.relevance / best, 1e-6)
+    return result
+
+
 def _fetch_masked(
     conn: sqlite3.Connection, namespace: str, ids: list[str], mask: str, mask_params: list[str]
-) -> list[tuple[str, str, str, str, str | None, str, float, int]]:
-    rows: list[tuple[str, str, str, str, str | None, str, float, int]] = []
+) -> list[NodeRow]:
+    rows: list[NodeRow] = []
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
+        # '+n.namespace': look the IDs up by the id index. Without the '+', SQLite picks
+        # mem_nodes_ns_kind for a long IN list and scans the whole namespace.
         rows += conn.execute(
             f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.id IN "
-            f"({','.join('?' * len(chunk))}) AND n.namespace = ? AND {mask}",
+            f"({','.join('?' * len(chunk))}) AND +n.namespace = ? AND {mask}",
             [*chunk, namespace, *mask_params],
         ).fetchall()
     return rows

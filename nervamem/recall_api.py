@@ -74,6 +74,7 @@ def run_recall(
         conn, ns, query, as_of=as_of_text, kinds=kinds, want=_candidate_target(budget_tokens)
     )
     if hops > 0 and found:
+        found = rank.session_context(conn, ns, found, as_of=as_of_text, kinds=kinds)
         found = rank.expand(conn, ns, found, hops=hops, as_of=as_of_text, kinds=kinds)
     degree = rank.degrees(conn, found)
     scored = []
@@ -83,6 +84,9 @@ def run_recall(
         c = rank.connectivity(degree.get(candidate.id, 0))
         scored.append((candidate.relevance * r * f * c, r, f, c, candidate))
     scored.sort(key=lambda s: (-s[0], s[4].id))
+    # An item line costs at least ~8 tokens, so nothing past this many can be packed;
+    # short IDs and sessions (a few index reads each) are looked up for the head only.
+    scored = scored[: max(20, budget_tokens // 6)]
     sessions = rank.sessions_of(conn, [s[4].id for s in scored])
     short = store.short_ids([*(s[4].id for s in scored), *sessions.values()])
     ranked = [
