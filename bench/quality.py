@@ -31,6 +31,8 @@ read-only, which makes recall skip that bookkeeping (``--keep-access`` measures 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import math
 import re
@@ -40,7 +42,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -49,10 +51,17 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nervamem import MemoryStore
+from nervamem.timeparse import to_datetime
 
 BUDGETS = (200, 500, 1000)
 DEFAULT_LOCOMO = Path(__file__).resolve().parent.parent / "../shared/data/locomo/locomo-dev.json"
-LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+LOCOMO_CATEGORIES = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
 INGEST_START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=timezone.utc)
 
 
@@ -75,6 +84,8 @@ class Memory:
 class Session:
     title: str
     memories: list[Memory]
+    # When the agent recorded it (moves the store's clock); None: at ingest time.
+    recorded_from: str | None = None
 
 
 @dataclass
@@ -96,8 +107,20 @@ class Corpus:
 
 
 # ---------------------------------------------------------------------------- scoring
-_QUOTES = str.maketrans({"‘": "'", "’": "'", "‚": "'", "‛": "'", "“": '"', "”": '"',
-                         "„": '"', "‟": '"', "′": "'", "″": '"'})
+_QUOTES = str.maketrans(
+    {
+        "‘": "'",
+        "’": "'",
+        "‚": "'",
+        "‛": "'",
+        "“": '"',
+        "”": '"',
+        "„": '"',
+        "‟": '"',
+        "′": "'",
+        "″": '"',
+    }
+)
 
 
 def normalise(text: str) -> str:
@@ -115,9 +138,26 @@ def score_text(output: str, question: Question) -> tuple[float, int]:
 # ---------------------------------------------------------------------------- LoCoMo
 _DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.I)
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
-_MONTHS = {m: i for i, m in enumerate(
-    "january february march april may june july august september october november december"
-    .split(), start=1)}
+_MONTHS = {
+    month: number
+    for number, month in enumerate(
+        (
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ),
+        start=1,
+    )
+}
 
 
 def locomo_time(text: str) -> str:
@@ -135,7 +175,8 @@ def locomo_corpora(path: Path) -> list[Corpus]:
     for conversation in json.loads(path.read_text(encoding="utf-8")):
         talk = conversation["conversation"]
         numbers = sorted(
-            int(key.split("_")[1]) for key in talk
+            int(key.split("_")[1])
+            for key in talk
             if re.fullmatch(r"session_\d+", key) and talk[key]
         )
         sessions: list[Session] = []
@@ -192,8 +233,14 @@ class SeededRandom:
         return self._random.getrandbits(64)
 
 
-def ingest(store: MemoryStore, corpus: Corpus) -> dict[str, str]:
-    """Store the corpus; return memory key -> node ID."""
+def ingest(store: MemoryStore, corpus: Corpus, *, bulk: bool = False) -> dict[str, str]:
+    """Store the corpus; return memory key -> node ID.
+
+    By default each memory is its own write, as an agent stores them (one call each, the
+    clock moving on), so IDs, and the short IDs that recall prints, look like real ones.
+    ``bulk`` wraps everything in one ``store.batch()``: one transaction, one clock
+    reading, so every ID shares its 13-digit time part and short IDs grow to ~18 chars.
+    """
     ids: dict[str, str] = {}
 
     def put(memory: Memory) -> None:
@@ -207,10 +254,12 @@ def ingest(store: MemoryStore, corpus: Corpus) -> dict[str, str]:
             confidence=memory.confidence,
         )
 
-    with store.batch():
+    with store.batch() if bulk else contextlib.nullcontext():
         for memory in corpus.loose:
             put(memory)
         for session in corpus.sessions:
+            if session.recorded_from and isinstance(store._clock, StepClock):
+                store._clock.now = max(store._clock.now, to_datetime(session.recorded_from))
             store.start_session(session.title)
             for memory in session.memories:
                 put(memory)
@@ -249,8 +298,11 @@ class Bm25Reference:
         self._db.executemany("INSERT INTO docs (content, line) VALUES (?, ?)", rows)
 
     def recall(self, query: str, budget: int) -> str:
-        terms = [t for t in dict.fromkeys(re.findall(r"[^\W_]+", query.lower()))
-                 if t not in REFERENCE_STOPWORDS]
+        terms = [
+            t
+            for t in dict.fromkeys(re.findall(r"[^\W_]+", query.lower()))
+            if t not in REFERENCE_STOPWORDS
+        ]
         if not terms:
             return ""
         expression = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
@@ -283,6 +335,15 @@ class Tally:
         self.scores[(system, budget, "all")].append(score)
         self.stale[(system, budget)] += stale
 
+    def merge(self, other: Tally) -> None:
+        for key, values in other.scores.items():
+            self.scores[key].extend(values)
+        for key, count in other.stale.items():
+            self.stale[key] += count
+        for key, used in other.used.items():
+            self.used[key].extend(used)
+        self.seconds.extend(other.seconds)
+
     def mean(self, system: str, budget: int, category: str) -> float:
         values = self.scores.get((system, budget, category), [])
         return statistics.fmean(values) if values else float("nan")
@@ -294,43 +355,84 @@ class Tally:
         return 0
 
 
-def evaluate(
-    corpora: Iterable[Corpus],
+def _scratch_dir() -> str | None:
+    # A RAM disk when there is one: ingest is fsync-bound on a real disk.
+    return "/dev/shm" if Path("/dev/shm").is_dir() else None
+
+
+def evaluate_corpus(
+    corpus: Corpus,
     budgets: Sequence[int],
     *,
-    baseline: bool,
-    keep_access: bool,
-    hook: Callable[[Corpus, MemoryStore], None] | None = None,
+    index: int = 0,
+    baseline: bool = True,
+    keep_access: bool = False,
+    bulk: bool = False,
 ) -> Tally:
+    """Ingest one corpus into a fresh store and ask all its questions at every budget."""
     tally = Tally()
-    with tempfile.TemporaryDirectory(prefix="nervamem-quality-") as tmp:
-        for index, corpus in enumerate(corpora):
-            store = MemoryStore(
-                Path(tmp) / f"{index}" / "memory.db",
-                clock=StepClock(),
-                random_source=SeededRandom(index),
-            )
-            try:
-                ingest(store, corpus)
-                store.read_only = not keep_access
-                if hook:
-                    hook(corpus, store)
-                reference = Bm25Reference(corpus) if baseline else None
-                for question in corpus.questions:
-                    for budget in budgets:
-                        started = time.perf_counter()
-                        result = store.recall(question.text, budget_tokens=budget)
-                        tally.seconds.append(time.perf_counter() - started)
-                        score, stale = score_text(result.markdown, question)
-                        tally.add("nervamem", budget, question.category, score, stale)
-                        tally.used[("nervamem", budget)].append(result.used_tokens)
-                        if reference:
-                            text = reference.recall(question.text, budget)
-                            score, stale = score_text(text, question)
-                            tally.add("bm25", budget, question.category, score, stale)
-            finally:
-                store.close()
+    with tempfile.TemporaryDirectory(prefix="nervamem-quality-", dir=_scratch_dir()) as tmp:
+        store = MemoryStore(
+            Path(tmp) / "memory.db", clock=StepClock(), random_source=SeededRandom(index)
+        )
+        try:
+            ingest(store, corpus, bulk=bulk)
+            # Read-only: recall skips the access bookkeeping (see the module docstring).
+            store.read_only = not keep_access
+            reference = Bm25Reference(corpus) if baseline else None
+            for question in corpus.questions:
+                for budget in budgets:
+                    started = time.perf_counter()
+                    result = store.recall(question.text, budget_tokens=budget)
+                    tally.seconds.append(time.perf_counter() - started)
+                    score, stale = score_text(result.markdown, question)
+                    tally.add("nervamem", budget, question.category, score, stale)
+                    tally.used[("nervamem", budget)].append(result.used_tokens)
+                    if reference:
+                        text = reference.recall(question.text, budget)
+                        score, stale = score_text(text, question)
+                        tally.add("bm25", budget, question.category, score, stale)
+        finally:
+            store.close()
     return tally
+
+
+def evaluate(
+    corpora: Sequence[Corpus],
+    budgets: Sequence[int],
+    *,
+    baseline: bool = True,
+    keep_access: bool = False,
+    bulk: bool = False,
+    jobs: int = 1,
+) -> Tally:
+    work = [
+        functools.partial(
+            evaluate_corpus,
+            corpus,
+            budgets,
+            index=index,
+            baseline=baseline,
+            keep_access=keep_access,
+            bulk=bulk,
+        )
+        for index, corpus in enumerate(corpora)
+    ]
+    if jobs > 1 and len(work) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            parts = list(pool.map(_call, work))
+    else:
+        parts = [task() for task in work]
+    total = Tally()
+    for part in parts:
+        total.merge(part)
+    return total
+
+
+def _call(task: Callable[[], Tally]) -> Tally:
+    return task()
 
 
 def report(tally: Tally, budgets: Sequence[int], *, title: str, show_stale: bool) -> str:
@@ -349,12 +451,18 @@ def report(tally: Tally, budgets: Sequence[int], *, title: str, show_stale: bool
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     lines = [f"### {title}", ""]
     for n, cells in enumerate([head, *rows]):
-        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |")
+        lines.append(
+            "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+        )
         if n == 0:
             lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     if tally.seconds:
         ordered = sorted(tally.seconds)
         lines.append("")
+        for budget in budgets:
+            used = tally.used.get(("nervamem", budget))
+            if used:
+                lines.append(f"mean tokens used at {budget}: {statistics.fmean(used):.0f}")
         lines.append(
             f"{len(ordered)} recalls, p50 {ordered[len(ordered) // 2] * 1000:.2f} ms, "
             f"p95 {ordered[int(len(ordered) * 0.95)] * 1000:.2f} ms"
@@ -364,13 +472,23 @@ def report(tally: Tally, budgets: Sequence[int], *, title: str, show_stale: bool
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("data", nargs="?", type=Path, default=None,
-                        help=f"LoCoMo JSON (default {DEFAULT_LOCOMO})")
+    parser.add_argument(
+        "data", nargs="?", type=Path, default=None, help=f"LoCoMo JSON (default {DEFAULT_LOCOMO})"
+    )
     parser.add_argument("--set", choices=("locomo", "agent"), default="locomo")
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     parser.add_argument("--no-baseline", action="store_true", help="skip the BM25 reference")
-    parser.add_argument("--keep-access", action="store_true",
-                        help="let recalls count accesses (questions then affect each other)")
+    parser.add_argument(
+        "--keep-access",
+        action="store_true",
+        help="let recalls count accesses (questions then affect each other)",
+    )
+    parser.add_argument(
+        "--bulk",
+        action="store_true",
+        help="ingest in one store.batch() (one clock reading: long short IDs)",
+    )
+    parser.add_argument("--jobs", type=int, default=2, help="corpora evaluated in parallel")
     parser.add_argument("--limit", type=int, default=0, help="only the first N corpora")
     parser.add_argument("--seed", type=int, default=7, help="agent set seed")
     args = parser.parse_args(argv)
@@ -389,8 +507,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.limit:
         corpora = corpora[: args.limit]
     started = time.perf_counter()
-    tally = evaluate(corpora, budgets, baseline=not args.no_baseline,
-                     keep_access=args.keep_access)
+    tally = evaluate(
+        corpora,
+        budgets,
+        baseline=not args.no_baseline,
+        keep_access=args.keep_access,
+        bulk=args.bulk,
+        jobs=args.jobs,
+    )
     print(report(tally, budgets, title=title, show_stale=args.set == "agent"))
     print(f"({time.perf_counter() - started:.0f} s)")
     return 0

@@ -1,10 +1,20 @@
 """Budget packing and the Markdown layout of a recall.
 
 Invariant (never break it): the text returned by :func:`pack` measures at most
-``budget`` tokens under the given counter. Items are chosen greedily by score until the
-body reaches 90 % of the budget (the rest is kept for the provenance footer); the
-final text is then measured exactly and the lowest-scoring items are dropped until it
-fits. A budget that cannot hold even the empty header is refused, never exceeded.
+``budget`` tokens under the given counter. Items are chosen greedily by score; each one
+is charged what it adds to the text: its line, its section heading if it opens one, and
+its share of the provenance footer (its ID, plus the session's line if it is the first
+item of that session). concepts.md keeps a fixed 10 % of the budget for the footer;
+charging the footer item by item keeps that room exactly as large as the footer needs,
+so no budget is left empty and no item is dropped after the fact. An item that does not
+fit is skipped and smaller ones after it may still fit. The final text is then measured
+exactly and the lowest-scoring items are dropped until it fits. A budget that cannot
+hold even the empty header is refused, never exceeded.
+
+Layout of an item line (docs/recall.md): ``- [<short id>] <valid_from date> c<confidence>
+— <content>``, confidence with as few decimals as it needs (``c1.0``, ``c0.9``,
+``c0.85``). Provenance: one line per session, ``<session short id>: <item id> <item
+id>``.
 """
 
 from __future__ import annotations
@@ -28,7 +38,6 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 )
 SECTION_TITLE = dict(SECTIONS)
 HEADER_QUERY_CHARS = 60
-BODY_SHARE = 0.9
 
 
 def one_line(text: str) -> str:
@@ -41,9 +50,15 @@ def header_query(query: str) -> str:
     return flat if len(flat) <= HEADER_QUERY_CHARS else flat[: HEADER_QUERY_CHARS - 1] + "…"
 
 
+def confidence_label(confidence: float) -> str:
+    """``c1.0``, ``c0.9``, ``c0.85``: the confidence with the decimals it needs."""
+    text = f"{confidence:.2f}".rstrip("0")
+    return "c" + (text + "0" if text.endswith(".") else text)
+
+
 def item_line(item: RecallItem) -> str:
     return (
-        f"- [{item.short_id}] {item.valid_from[:10]} · conf {item.confidence:.2f} — "
+        f"- [{item.short_id}] {item.valid_from[:10]} {confidence_label(item.confidence)} — "
         f"{one_line(item.content)}"
     )
 
@@ -53,7 +68,7 @@ def provenance_lines(items: Sequence[RecallItem]) -> list[str]:
     for item in items:
         if item.session_short_id:
             by_session.setdefault(item.session_short_id, []).append(item.short_id)
-    return [f"{', '.join(ids)} ← session {session}" for session, ids in by_session.items()]
+    return [f"{session}: {' '.join(ids)}" for session, ids in by_session.items()]
 
 
 def render(
@@ -129,20 +144,32 @@ def pack(
         raise BadInputError(
             f"--budget {budget} is too small: the recall header alone needs {empty_used} tokens"
         )
-    body_limit = math.floor(budget * BODY_SHARE)
-    meter = _Meter(counter, empty_text)
+    # The header grows once items are in: a longer item count, a longer used figure and
+    # "items" for "item". Charge that up front.
+    header_growth = " " * (len(str(len(ranked))) + len(str(budget)) + 1)
+    meter = _Meter(counter, empty_text + header_growth)
     chosen: list[RecallItem] = []
     kinds_present: set[str] = set()
+    sessions_present: set[str] = set()
     for item in ranked:
         piece = item_line(item) + "\n"
         if item.kind not in kinds_present:
             piece += f"\n### {SECTION_TITLE[item.kind]}\n"
+        session = item.session_short_id
+        if session and session in sessions_present:
+            piece += f" {item.short_id}"
+        elif session:
+            piece += f"{session}: {item.short_id}\n"
+            if not sessions_present:
+                piece += "\n### Provenance\n"
         cost = meter.cost(piece)
-        if meter.tokens + cost > body_limit:
+        if meter.tokens + cost > budget:
             continue
         meter.add(piece, cost)
         chosen.append(item)
         kinds_present.add(item.kind)
+        if session:
+            sessions_present.add(session)
     while True:
         text, used = _finalize(query, as_of_label, chosen, budget, counter)
         if used <= budget:

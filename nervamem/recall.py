@@ -196,13 +196,18 @@ def search(
     else:
         members = {}
     found = _score(
-        conn, namespace, members, idf, len(keys), terms,
-        as_of=as_of, kinds=kinds, apply_mask=apply_mask,
+        conn,
+        namespace,
+        members,
+        idf,
+        len(keys),
+        terms,
+        as_of=as_of,
+        kinds=kinds,
+        apply_mask=apply_mask,
     )
     if len(found) < want:
-        _prefix_stage(
-            conn, namespace, keys, found, as_of=as_of, kinds=kinds, apply_mask=apply_mask
-        )
+        _prefix_stage(conn, namespace, keys, found, as_of=as_of, kinds=kinds, apply_mask=apply_mask)
     return found
 
 
@@ -220,16 +225,20 @@ def _newest_common(conn: sqlite3.Connection, common: list[str]) -> dict[str, set
     if len(common) == 1:
         return {common[0]: candidates}
     marks = ",".join("?" * len(candidates))
-    return {
-        key: {
-            row[0]
-            for row in conn.execute(
-                f"SELECT rowid FROM mem_fts WHERE mem_fts MATCH ? AND rowid IN ({marks})",
-                (_quote(key), *candidates),
-            )
+    return (
+        {
+            key: {
+                row[0]
+                for row in conn.execute(
+                    f"SELECT rowid FROM mem_fts WHERE mem_fts MATCH ? AND rowid IN ({marks})",
+                    (_quote(key), *candidates),
+                )
+            }
+            for key in common
         }
-        for key in common
-    } if candidates else {}
+        if candidates
+        else {}
+    )
 
 
 def _filters(
@@ -262,8 +271,7 @@ def _score(
         return {}
 
     first = {
-        rowid: sum(idf[k] for k in keys) * len(keys) / key_count
-        for rowid, keys in matched.items()
+        rowid: sum(idf[k] for k in keys) * len(keys) / key_count for rowid, keys in matched.items()
     }
     ordered = sorted(first, key=lambda r: (-first[r], -r))
     mask, mask_params = _filters(as_of, kinds, apply_mask)
@@ -320,8 +328,7 @@ def _prefix_stage(
         f"SELECT {NODE_COLUMNS}, bm25(mem_fts) AS rank FROM mem_fts "
         "JOIN mem_nodes n ON n.seq = mem_fts.rowid "
         f"WHERE mem_fts MATCH ? AND n.namespace = ? AND {mask} ORDER BY rank LIMIT ?",
-        [" OR ".join(_quote(key) + "*" for key in prefixes), namespace, *mask_params,
-         PREFIX_LIMIT],
+        [" OR ".join(_quote(key) + "*" for key in prefixes), namespace, *mask_params, PREFIX_LIMIT],
     ).fetchall()
     new_rows = [row for row in rows if row[0] not in found]
     if not new_rows:
@@ -329,7 +336,8 @@ def _prefix_stage(
     best = max(-row[9] for row in new_rows) or 1.0
     for row in new_rows:
         relevance = PREFIX_WEIGHT * max(-row[9], 0.0) / best if best > 0 else PREFIX_WEIGHT
-        found[row[0]] = Candidate(*row[:9], relevance=max(relevance, 1e-6), via="search")
+        node: NodeRow = tuple(row[:9])
+        found[row[0]] = Candidate(*node, relevance=max(relevance, 1e-6), via="search")
 
 
 def expand(
@@ -397,9 +405,7 @@ def session_context(
     seeds = sorted(found.values(), key=lambda c: -c.relevance)[:CONTEXT_SEEDS]
     if not seeds:
         return found
-    wanted = sorted(
-        {c.seq + d for c in seeds for d in range(-CONTEXT_SPAN, CONTEXT_SPAN + 1)}
-    )
+    wanted = sorted({c.seq + d for c in seeds for d in range(-CONTEXT_SPAN, CONTEXT_SPAN + 1)})
     mask, mask_params = mask_sql(as_of)
     rows = conn.execute(
         f"SELECT {NODE_COLUMNS}, e.dst FROM mem_nodes n JOIN mem_edges e "
