@@ -56,6 +56,6 @@ def render(view: str, payload: Any) -> None:
 def _cell(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k} {v}" for k, v in value.items()) or "-"
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):  # asdict keeps a frozen dataclass's tuples
         return "\n".join(_cell(v) for v in value) or "-"
     return "-" if value is None else str(value)
