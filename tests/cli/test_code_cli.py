@@ -43,17 +43,15 @@ def _ok(result: Any) -> str:
 
 @pytest.fixture
 def anchored(cli: Run, repo: Path) -> dict[str, str]:
+    """An indexed repository and four memories: three anchored, one about no code."""
     _ok(cli("code", "index"))
-    return {
-        "service": _ok(cli("store", "decision", "AuthService owns tokens", "-e", "AuthService")),
-        "login": _ok(cli("store", "fact", "login returns a token", "-e", "AuthService.login")),
-        "save": _ok(cli("store", "fact", "save is cached", "-e", "pkg.storage.save")),
-        "plain": _ok(cli("store", "fact", "chose JWT", "-e", "JWT")),
-    } | {}
-
-
-def _ids(anchored: dict[str, str]) -> dict[str, str]:
-    return {key: value.strip() for key, value in anchored.items()}
+    stored = {
+        "service": cli("store", "decision", "AuthService owns tokens", "-e", "AuthService"),
+        "login": cli("store", "fact", "login returns a token", "-e", "AuthService.login"),
+        "save": cli("store", "fact", "save is cached", "-e", "pkg.storage.save"),
+        "plain": cli("store", "fact", "chose JWT", "-e", "JWT"),
+    }
+    return {key: _ok(result).strip() for key, result in stored.items()}
 
 
 # ----------------------------------------------------------------------------- consolidate
@@ -148,7 +146,7 @@ def test_code_for_formats(cli: Run, anchored: dict[str, str], snapshot: Any, fmt
 
 
 def test_code_for_json_contract(cli: Run, anchored: dict[str, str]) -> None:
-    ids = _ids(anchored)
+    ids = anchored
     document = json.loads(_ok(cli("code-for", "pkg/auth.py:8", "--format", "json")))
     assert [item["id"] for item in document["items"]] == [ids["login"], ids["service"]]
     for item in document["items"]:
@@ -165,14 +163,14 @@ def test_code_for_bad_line_is_bad_input(cli: Run) -> None:
 # ----------------------------------------------------------------------------- code-to
 @pytest.mark.parametrize("fmt", SNAPSHOT_FORMATS)
 def test_code_to_formats(cli: Run, anchored: dict[str, str], snapshot: Any, fmt: str) -> None:
-    ids = _ids(anchored)
+    ids = anchored
     anchored_one = _ok(cli("code-to", ids["login"], "--format", fmt))
     unanchored = _ok(cli("code-to", ids["plain"], "--format", fmt))
     assert (anchored_one, unanchored) == snapshot
 
 
 def test_code_to_json_contract_and_errors(cli: Run, anchored: dict[str, str]) -> None:
-    ids = _ids(anchored)
+    ids = anchored
     document = json.loads(_ok(cli("code-to", ids["save"][:14], "--format", "json")))
     assert document["id"] == ids["save"]
     assert [
@@ -206,7 +204,7 @@ def test_verify_staleness_formats(
 
 
 def test_verify_staleness_json_contract(cli: Run, anchored: dict[str, str], repo: Path) -> None:
-    ids = _ids(anchored)
+    ids = anchored
     (repo / "pkg" / "storage.py").unlink()
     document = json.loads(_ok(cli("verify-staleness", "--format", "json")))
     assert document["checked"] == 3
@@ -216,7 +214,7 @@ def test_verify_staleness_json_contract(cli: Run, anchored: dict[str, str], repo
 
 
 def test_table_renderings_work(cli: Run, anchored: dict[str, str]) -> None:
-    ids = _ids(anchored)
+    ids = anchored
     for args in (
         ("code-for", "pkg/auth.py"),
         ("code-to", ids["login"]),
