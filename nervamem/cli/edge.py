@@ -9,7 +9,7 @@ from collections.abc import MutableMapping, Sequence
 from typing import Any
 
 import typer
-from typer._click.exceptions import UsageError
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from ..errors import ExitCode, NervamemError
@@ -83,6 +83,11 @@ class NervamemGroup(TyperGroup):
                 raise
             report(exc.code, int(exc.exit_code), exc.message, argv)
             sys.exit(int(exc.exit_code))
+        except NoArgsIsHelpError as exc:
+            # A bare group (`nervamem`, `nervamem ns`) shows its help, on stderr since
+            # it is not the command's result, with the usage-error exit code.
+            sys.stderr.write(exc.format_message() + "\n")
+            sys.exit(int(ExitCode.BAD_INPUT))
         except UsageError as exc:
             if os.environ.get(ENV_DEBUG) == "1":
                 raise
@@ -103,6 +108,18 @@ class NervamemGroup(TyperGroup):
         except Exception as exc:
             if os.environ.get(ENV_DEBUG) == "1":
                 raise
+            import sqlite3  # already loaded by the store; imported here only to classify
+
+            if isinstance(exc, sqlite3.DatabaseError):
+                # A read that met a corrupt page: the store is unusable (exit 1), and
+                # saying "internal error" would send the user looking for a nervamem bug.
+                report("store_unavailable", 1, f"the store cannot be used: {exc}", argv)
+                sys.exit(1)
+            if isinstance(exc, OSError) and exc.filename:
+                # e.g. a read-only or full folder beside the store: unusable, exit 1.
+                reason = exc.strerror or type(exc).__name__
+                report("store_unavailable", 1, f"cannot use {exc.filename}: {reason}", argv)
+                sys.exit(1)
             report("internal", 1, f"internal error: {type(exc).__name__}: {exc}", argv)
             sys.exit(1)
         if standalone_mode:
