@@ -24,17 +24,17 @@ MAX_QUERY_TERMS = 32
 STAGE_LIMIT = 200
 # A key term found in more rows than this is common: it only scores candidates that the
 # rare terms found (see search); PRE_LIMIT candidates are read and scored in full.
-COMMON_DF = 1000
-PRE_LIMIT = 300
+COMMON_DF = 500
+PRE_LIMIT = 150
 PREFIX_LIMIT = 50
 PREFIX_WEIGHT = 0.3
 PHRASE_BOOST = 1.5
 BM25_K1 = 1.2
 BM25_B = 0.75
 # Session context (see session_context).
-CONTEXT_SEEDS = 30
+CONTEXT_SEEDS = 20
 CONTEXT_WINDOW = 2
-CONTEXT_SPAN = 6
+CONTEXT_SPAN = 4
 CONTEXT_WEIGHT = 0.5
 CONTEXT_DECAY = 0.5
 CONTEXT_BEFORE = 0.7
@@ -181,24 +181,16 @@ def search(
     idf = {key: _idf(total, len(rows)) for key, rows in postings.items()}
     idf.update({key: _idf(total, max(COMMON_DF + 1, total // 10)) for key in common})
     if postings:
-        members = dict(postings)
-        rare_any = " OR ".join(_quote(key) for key in postings)
-        for key in common:
-            members[key] = {
-                row[0]
-                for row in conn.execute(
-                    "SELECT rowid FROM mem_fts WHERE mem_fts MATCH ?",
-                    (f"{_quote(key)} AND ({rare_any})",),
-                )
-            }
+        members = postings
     elif common:
-        members = _newest_common(conn, common)
+        members = {"": _newest_common(conn, common)}
     else:
         members = {}
     found = _score(
         conn,
         namespace,
         members,
+        common,
         idf,
         len(keys),
         terms,
@@ -211,8 +203,8 @@ def search(
     return found
 
 
-def _newest_common(conn: sqlite3.Connection, common: list[str]) -> dict[str, set[int]]:
-    """Every key term is common: take the newest rows that hold all of them (else any)."""
+def _newest_common(conn: sqlite3.Connection, common: list[str]) -> set[int]:
+    """Every key term is common: the newest rows that hold all of them (else any)."""
     rows: list[tuple[int]] = []
     for joiner in (" AND ", " OR "):
         rows = conn.execute(
@@ -221,24 +213,42 @@ def _newest_common(conn: sqlite3.Connection, common: list[str]) -> dict[str, set
         ).fetchall()
         if rows or len(common) == 1:
             break
-    candidates = {row[0] for row in rows}
-    if len(common) == 1:
-        return {common[0]: candidates}
-    marks = ",".join("?" * len(candidates))
-    return (
-        {
-            key: {
-                row[0]
-                for row in conn.execute(
-                    f"SELECT rowid FROM mem_fts WHERE mem_fts MATCH ? AND rowid IN ({marks})",
-                    (_quote(key), *candidates),
-                )
-            }
-            for key in common
-        }
-        if candidates
-        else {}
-    )
+    return {row[0] for row in rows}
+
+
+# Suffixes cut before a common term is looked for in a candidate's text, roughly as the
+# porter stemmer of the FTS table would ("deployed" finds "deploys", "deployment").
+_SUFFIXES = (
+    "ations",
+    "ation",
+    "ments",
+    "ment",
+    "ings",
+    "ing",
+    "edly",
+    "ed",
+    "ers",
+    "er",
+    "ies",
+    "es",
+    "ly",
+    "s",
+)
+
+
+def _root(term: str) -> str:
+    for suffix in _SUFFIXES:
+        if term.endswith(suffix) and len(term) - len(suffix) >= 3:
+            return term[: -len(suffix)]
+    return term
+
+
+def _common_matcher(common: list[str]) -> re.Pattern[str] | None:
+    """One pattern that finds any common term at a word start; group i is term i."""
+    if not common:
+        return None
+    groups = "|".join(f"({re.escape(_root(term))})" for term in common)
+    return re.compile(rf"(?<![^\W_])(?:{groups})", re.IGNORECASE)
 
 
 def _filters(
@@ -255,6 +265,7 @@ def _score(
     conn: sqlite3.Connection,
     namespace: str,
     members: dict[str, set[int]],
+    common: list[str],
     idf: dict[str, float],
     key_count: int,
     terms: list[str],
@@ -263,10 +274,15 @@ def _score(
     kinds: Sequence[str] | None,
     apply_mask: bool,
 ) -> dict[str, Candidate]:
+    """Score the candidates. ``members`` maps each rare key term to the rows holding it
+    (key "" for candidates that hold no rare term); common terms are looked for in the
+    text of the PRE_LIMIT best candidates only."""
     matched: dict[int, list[str]] = {}
     for key, rowids in members.items():
         for rowid in rowids:
-            matched.setdefault(rowid, []).append(key)
+            keys = matched.setdefault(rowid, [])
+            if key:
+                keys.append(key)
     if not matched:
         return {}
 
@@ -276,10 +292,10 @@ def _score(
     ordered = sorted(first, key=lambda r: (-first[r], -r))
     mask, mask_params = _filters(as_of, kinds, apply_mask)
     rows: list[NodeRow] = []
-    for start in range(0, len(ordered), 500):
+    for start in range(0, len(ordered), PRE_LIMIT):
         if len(rows) >= PRE_LIMIT:
             break
-        chunk = ordered[start : start + 500]
+        chunk = ordered[start : start + PRE_LIMIT]
         rows += conn.execute(
             f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.seq IN "
             f"({','.join('?' * len(chunk))}) AND +n.namespace = ? AND {mask}",
@@ -295,10 +311,17 @@ def _score(
         if len(terms) > 1
         else None
     )
+    finder = _common_matcher(common)
     scored: list[tuple[float, NodeRow]] = []
     for row in rows:
+        keys = matched[row[8]]
+        if finder:
+            found_common = {m.lastindex for m in finder.finditer(row[2]) if m.lastindex}
+            keys = keys + [common[i - 1] for i in sorted(found_common)]
         norm = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * len(row[2]) / average))
-        score = first[row[8]] * norm
+        score = sum(idf[k] for k in keys) * len(keys) / key_count * norm
+        if not keys:
+            score = 1e-3  # newest rows of an all-common query that the loose match missed
         if phrase and phrase.search(row[2]):
             score *= PHRASE_BOOST
         scored.append((score, row))

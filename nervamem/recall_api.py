@@ -33,9 +33,10 @@ def _check_query(query: str) -> None:
 
 
 def _candidate_target(budget: int) -> int:
-    # Roughly how many item lines the budget could hold; later FTS stages run until the
-    # earlier ones have found at least this many candidates.
-    return max(10, min(200, budget // 12))
+    # The prefix stage (term*) runs when the exact key terms found fewer nodes than this:
+    # a handful, more for a larger budget. It is a fallback for a query whose words are
+    # fragments of stored ones; on most queries it never runs.
+    return max(3, min(50, budget // 100))
 
 
 def run_recall(
@@ -76,17 +77,25 @@ def run_recall(
     if hops > 0 and found:
         found = rank.session_context(conn, ns, found, as_of=as_of_text, kinds=kinds)
         found = rank.expand(conn, ns, found, hops=hops, as_of=as_of_text, kinds=kinds)
-    degree = rank.degrees(conn, found)
-    scored = []
+    # An item line costs at least ~8 tokens, so no more than ``head`` items can be
+    # packed. Degrees (a hub entity has thousands of edges to count), short IDs and
+    # sessions are looked up only for the best 2 x head by the other three factors;
+    # connectivity (at most ~1.7x) then orders them.
+    head = max(20, budget_tokens // 6)
+    partial = []
     for candidate in found.values():
         r = rank.recency(candidate.recorded_at, reference)
         f = rank.frequency(candidate.access_count)
+        partial.append((candidate.relevance * r * f, r, f, candidate))
+    partial.sort(key=lambda s: (-s[0], s[3].id))
+    partial = partial[: 2 * head]
+    degree = rank.degrees(conn, [p[3].id for p in partial])
+    scored = []
+    for score, r, f, candidate in partial:
         c = rank.connectivity(degree.get(candidate.id, 0))
-        scored.append((candidate.relevance * r * f * c, r, f, c, candidate))
+        scored.append((score * c, r, f, c, candidate))
     scored.sort(key=lambda s: (-s[0], s[4].id))
-    # An item line costs at least ~8 tokens, so nothing past this many can be packed;
-    # short IDs and sessions (a few index reads each) are looked up for the head only.
-    scored = scored[: max(20, budget_tokens // 6)]
+    scored = scored[:head]
     sessions = rank.sessions_of(conn, [s[4].id for s in scored])
     short = store.short_ids([*(s[4].id for s in scored), *sessions.values()])
     ranked = [
