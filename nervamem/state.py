@@ -21,6 +21,7 @@ from .ids import ID_PATTERN
 
 STATE_FILE = "state.yaml"
 DEFAULT_NAMESPACE = "default"
+MAX_STATE_CHARS = 64 * 1024
 NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 _FAST_LINE = re.compile(r'^([a-z_]+): (null|"(?:[^"\\]|\\.)*")$')
 
@@ -53,6 +54,8 @@ def load_state(db_path: Path) -> State:
         raise StateError(f"cannot read {path}: {exc}") from None
     raw = _parse_fast(text)
     if raw is None:
+        if len(text) > MAX_STATE_CHARS:  # PyYAML needs ~1 s per MB, on every command
+            raise StateError(f"{path} is too large to be nervamem state; fix or delete it")
         raw = _parse_yaml(text, path)
     return _validate(raw, path)
 

@@ -121,6 +121,8 @@ class MemoryStore:
             if path.exists() and not os.access(path, os.W_OK):
                 conn = self._connect(path, read_only=True)
                 self.read_only = True
+            elif "locked" in str(exc):  # the busy timeout ran out while opening
+                raise self._store_error(exc) from None
             else:
                 raise StoreError(f"cannot open {path}: {exc}") from None
         except sqlite3.DatabaseError as exc:
