@@ -7,7 +7,8 @@ its share of the provenance footer (its ID, plus the session's line if it is the
 item of that session). concepts.md keeps a fixed 10 % of the budget for the footer;
 charging the footer item by item keeps that room exactly as large as the footer needs,
 so no budget is left empty and no item is dropped after the fact. An item that does not
-fit is skipped and smaller ones after it may still fit. The final text is then measured
+fit is skipped and smaller ones after it may still fit. A memory whose content repeats,
+word for word, one already chosen is shown once (the best-scoring copy). The final text is then measured
 exactly and the lowest-scoring items are dropped until it fits. A budget that cannot
 hold even the empty header is refused, never exceeded.
 
@@ -151,7 +152,11 @@ def pack(
     chosen: list[RecallItem] = []
     kinds_present: set[str] = set()
     sessions_present: set[str] = set()
+    shown: set[str] = set()
     for item in ranked:
+        text = one_line(item.content).lower()
+        if text in shown:
+            continue  # the same words again (a note repeated across sessions): shown once
         piece = item_line(item) + "\n"
         if item.kind not in kinds_present:
             piece += f"\n### {SECTION_TITLE[item.kind]}\n"
@@ -166,6 +171,7 @@ def pack(
         if meter.tokens + cost > budget:
             continue
         meter.add(piece, cost)
+        shown.add(text)
         chosen.append(item)
         kinds_present.add(item.kind)
         if session:

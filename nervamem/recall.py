@@ -43,6 +43,7 @@ EXPANSION_DECAY = 0.6
 EXPANSION_FANOUT = 8
 EXPANSION_SEEDS = 30
 RECENCY_HALF_LIFE_DAYS = 30.0
+RECENCY_FLOOR = 0.5
 
 # Words that carry no topic: in the prefix and OR stages they only make FTS5 score most
 # of the corpus (slow) and drown the words that matter. The exact-phrase stage keeps them.
@@ -521,8 +522,16 @@ def degrees(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, int]:
 
 
 def recency(recorded_at: str, reference: datetime) -> float:
+    """RECENCY_FLOOR + (1 - RECENCY_FLOOR) x exp(-ln2 x age_days / 30).
+
+    The half-life is concepts.md's; the floor is ours. The temporal mask already keeps
+    out what stopped being true, so what is left is still valid however old it is: a
+    decision taken five months ago must not lose to last week's note that merely
+    mentions the same topic (pure decay would weigh it 1/32). Age still orders near-ties.
+    """
     age_days = max((reference - to_datetime(recorded_at)).total_seconds() / 86400.0, 0.0)
-    return math.exp(-math.log(2) * age_days / RECENCY_HALF_LIFE_DAYS)
+    decay = math.exp(-math.log(2) * age_days / RECENCY_HALF_LIFE_DAYS)
+    return RECENCY_FLOOR + (1.0 - RECENCY_FLOOR) * decay
 
 
 def frequency(access_count: int) -> float:

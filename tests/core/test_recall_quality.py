@@ -1,0 +1,189 @@
+"""Ranking behaviours added for recall quality (bench/quality.py measures their effect):
+key terms, the prefix fallback, common terms, coverage, session context, the compact
+layout, repeated content, the recency floor, and the budget with a per-item footer."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from nervamem import MemoryStore
+from nervamem import recall as rank
+from nervamem.pack import confidence_label
+from nervamem.recall import content_terms, query_terms
+
+
+def test_stop_words_and_fragments_are_not_key_terms() -> None:
+    terms = query_terms("What did Gina's team do about the cache?")
+    assert content_terms(terms) == ["gina", "team", "cache"]
+    # A query of nothing but stop words still searches with them.
+    assert content_terms(query_terms("what is it")) == ["what", "is", "it"]
+    assert content_terms(query_terms("version 2 of x")) == ["version", "2"]
+
+
+def test_stop_words_alone_never_match(store: MemoryStore) -> None:
+    redis = store.store("fact", "Redis is the session cache")
+    store.store("fact", "What we did about it was not much")
+    result = store.recall("what did we do about redis", hops=0)
+    assert [item.id for item in result.items] == [redis]
+
+
+def test_prefix_stage_runs_when_exact_terms_find_too_few(store: MemoryStore) -> None:
+    node = store.store("fact", "AuthService rotates its signing keys weekly")
+    result = store.recall("auth", hops=0)
+    assert [item.id for item in result.items] == [node]
+
+
+def test_prefix_stage_stays_off_when_exact_terms_find_enough(store: MemoryStore) -> None:
+    for n in range(6):
+        store.store("fact", f"cache node {n} was restarted")
+    fragment = store.store("fact", "cachedb keeps the warm copy")
+    ids = {item.id for item in store.recall("cache", budget_tokens=500, hops=0).items}
+    assert len(ids) == 6 and fragment not in ids
+
+
+def test_node_with_all_key_terms_outranks_one_with_a_single_term(store: MemoryStore) -> None:
+    partial = store.store("fact", "kafka broker disk")
+    full = store.store("fact", "kafka consumer lag on the billing topic grew overnight")
+    items = store.recall("kafka consumer lag", hops=0).items
+    assert [item.id for item in items] == [full, partial]
+
+
+def test_common_terms_only_score_what_rare_terms_found(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rank, "COMMON_DF", 3)
+    with store.batch():
+        for n in range(10):
+            store.store("fact", f"service {n} deploy finished")
+    both = store.store("fact", "payment service deploy rolled back")
+    rare_only = store.store("fact", "payment refunds are manual")
+    found = rank.search(
+        store.connection, "default", "payment service deploy", as_of=None, kinds=None, want=0
+    )
+    # "service" and "deploy" are common: they never propose a candidate of their own,
+    # but they still raise the one candidate that holds them.
+    assert set(found) == {both, rare_only}
+    assert found[both].relevance == 1.0 > found[rare_only].relevance
+
+
+def test_a_query_of_common_terms_returns_the_newest_matches(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rank, "COMMON_DF", 3)
+    monkeypatch.setattr(rank, "PRE_LIMIT", 4)
+    ids = [store.store("fact", f"service {n} deploy finished") for n in range(10)]
+    found = {item.id for item in store.recall("service deploy", budget_tokens=200, hops=0).items}
+    assert found == set(ids[-4:])
+
+
+def test_session_context_brings_the_next_memory_of_the_same_session(
+    store: MemoryStore,
+) -> None:
+    store.start_session("incident")
+    question = store.store("fact", "Why did the nightly export fail on Tuesday?")
+    answer = store.store("fact", "The disk of the report host was full")
+    store.end_session()
+    store.start_session("other task")
+    elsewhere = store.store("fact", "The disk of the build host was replaced")
+    store.end_session()
+    items = {item.id: item for item in store.recall("nightly export fail").items}
+    assert question in items and answer in items
+    assert items[answer].via == "context"
+    assert items[answer].relevance < items[question].relevance
+    assert elsewhere not in items
+    assert list(item.id for item in store.recall("nightly export fail", hops=0).items) == [question]
+
+
+def test_session_context_respects_the_temporal_mask(store: MemoryStore) -> None:
+    store.start_session("cache work")
+    store.store("fact", "The cache eviction storm happened at noon", valid_from="2026-01-01")
+    old = store.store("fact", "Cache TTL is 5 minutes", valid_from="2026-01-01")
+    store.store("fact", "Cache TTL is 10 minutes", valid_from="2026-02-01", supersedes=old)
+    store.end_session()
+    ids = {item.id for item in store.recall("eviction storm").items}
+    assert old not in ids
+
+
+def test_item_line_and_provenance_layout(store: MemoryStore) -> None:
+    session = store.start_session("layout")
+    one = store.store("fact", "grpc uses http2", confidence=0.9)
+    two = store.store("decision", "use grpc between services", confidence=0.85)
+    store.end_session()
+    result = store.recall("grpc", hops=0)
+    short = {item.id: item.short_id for item in result.items}
+    lines = result.markdown.splitlines()
+    assert f"- [{short[one]}] 2026-07-03 c0.9 — grpc uses http2" in lines
+    assert f"- [{short[two]}] 2026-07-03 c0.85 — use grpc between services" in lines
+    session_short = result.items[0].session_short_id
+    assert session_short and session.startswith(session_short)
+    provenance = lines[lines.index("### Provenance") + 1 :]
+    ranked = " ".join(short[item.id] for item in result.items)
+    assert provenance == [f"{session_short}: {ranked}"]
+
+
+@pytest.mark.parametrize(
+    ("confidence", "label"), [(1.0, "c1.0"), (0.9, "c0.9"), (0.85, "c0.85"), (0.0, "c0.0")]
+)
+def test_confidence_label(confidence: float, label: str) -> None:
+    assert confidence_label(confidence) == label
+
+
+def test_repeated_content_is_shown_once(store: MemoryStore) -> None:
+    for _ in range(3):
+        store.start_session("routine")
+        store.store("action", "Ran the billing test suite: all tests pass")
+        store.end_session()
+    other = store.store("fact", "billing test data lives in fixtures/billing")
+    result = store.recall("billing test", hops=0)
+    assert result.markdown.count("Ran the billing test suite") == 1
+    assert other in {item.id for item in result.items}
+
+
+def test_recency_keeps_a_floor() -> None:
+    now = datetime(2026, 7, 3, tzinfo=timezone.utc)
+    fresh = rank.recency("2026-07-03T00:00:00.000Z", now)
+    month = rank.recency((now - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S.000Z"), now)
+    year = rank.recency("2025-07-03T00:00:00.000Z", now)
+    assert fresh == pytest.approx(1.0)
+    assert month == pytest.approx(0.75)
+    assert rank.RECENCY_FLOOR <= year < month < fresh
+
+
+def test_budget_holds_with_a_footer_line_per_session(store: MemoryStore) -> None:
+    for n in range(40):
+        store.start_session(f"task {n}")
+        store.store("fact", f"canary rollout {n} paused on error rate " + "x" * (n % 7 * 9))
+        store.end_session()
+    for budget in (40, 60, 90, 120, 200, 333, 500, 1000):
+        result = store.recall("canary rollout", budget_tokens=budget)
+        used = math.ceil(len(result.markdown) / 4)
+        assert used <= budget
+        assert result.used_tokens == used
+        assert f"{used}/{budget} tokens" in result.markdown.splitlines()[0]
+        listed = re.findall(r"^- \[(\S+)\]", result.markdown, re.MULTILINE)
+        footer = result.markdown.split("### Provenance\n")[-1] if listed else ""
+        for short_id in listed:
+            assert short_id in footer
+    # The footer is charged item by item: a large budget is nearly filled.
+    assert store.recall("canary rollout", budget_tokens=1000).used_tokens > 900
+
+
+def test_quality_bench_scoring_and_agent_set_are_deterministic() -> None:
+    from bench.agentset import agent_corpora
+    from bench.quality import Question, locomo_time, normalise, score_text
+
+    assert normalise("It’s  “Fine”\n") == 'it\'s "fine"'
+    question = Question("q", "c", ("It's fine", "missing"), ("old value",))
+    assert score_text("- [f_1] … IT’S   fine", question) == (0.5, 0)
+    assert score_text("old value", question) == (0.0, 1)
+    assert locomo_time("1:56 pm on 8 May, 2023") == "2023-05-08T13:56:00Z"
+    assert locomo_time("12:09 am on 13 September, 2023") == "2023-09-13T00:09:00Z"
+    first, second = agent_corpora(seed=3), agent_corpora(seed=3)
+    assert [q.text for q in first[0].questions] == [q.text for q in second[0].questions]
+    assert [m.content for s in first[0].sessions for m in s.memories] == [
+        m.content for s in second[0].sessions for m in s.memories
+    ]
