@@ -8,9 +8,9 @@ item of that session). concepts.md keeps a fixed 10 % of the budget for the foot
 charging the footer item by item keeps that room exactly as large as the footer needs,
 so no budget is left empty and no item is dropped after the fact. An item that does not
 fit is skipped and smaller ones after it may still fit. A memory whose content repeats,
-word for word, one already chosen is shown once (the best-scoring copy). The final text is then measured
-exactly and the lowest-scoring items are dropped until it fits. A budget that cannot
-hold even the empty header is refused, never exceeded.
+word for word, one already chosen is shown once (the best-scoring copy). The final text
+is then measured exactly and the lowest-scoring items are dropped until it fits. A
+budget that cannot hold even the empty header is refused, never exceeded.
 
 Layout of an item line (docs/recall.md): ``- [<short id>] <valid_from date> c<confidence>
 — <content>``, confidence with as few decimals as it needs (``c1.0``, ``c0.9``,
