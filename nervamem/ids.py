@@ -6,8 +6,8 @@ IDs sort by creation time and are globally unique; storage never shortens them
 
 from __future__ import annotations
 
+import os
 import re
-import secrets
 from collections.abc import Callable
 
 KIND_PREFIX: dict[str, str] = {
@@ -27,7 +27,9 @@ RandomSource = Callable[[], int]
 
 
 def random_bits() -> int:
-    return secrets.randbits(64)
+    # os.urandom is what secrets.randbits reads too; importing secrets would cost the
+    # CLI ~5 ms of start-up (hmac, hashlib, random) on every call.
+    return int.from_bytes(os.urandom(8), "big")
 
 
 def make_id(kind: str, epoch_ms: int, random_value: int) -> str:

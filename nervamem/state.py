@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +66,8 @@ def save_state(db_path: Path, state: State) -> None:
         f"namespace: {json.dumps(state.namespace)}\n"
         f"session: {json.dumps(state.session)}\n"
     )
+    import tempfile  # writes only: reading the state must stay cheap at start-up
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=path.parent)
     except OSError as exc:

@@ -43,7 +43,9 @@ def parse_time(text: str, *, option: str = "time") -> str:
 
 
 def to_datetime(stored: str) -> datetime:
-    return datetime.strptime(stored[:-1], STORED_FORMAT).replace(tzinfo=timezone.utc)
+    # fromisoformat reads the stored form ~20x faster than strptime (recall parses one
+    # time per candidate) and does not import _strptime, calendar and locale.
+    return datetime.fromisoformat(stored[:-1]).replace(tzinfo=timezone.utc)
 
 
 def date_part(stored: str | None) -> str:

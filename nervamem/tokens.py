@@ -9,10 +9,8 @@ run time, ever.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
-import tempfile
 from typing import Any, Protocol
 
 from .errors import BadInputError
@@ -65,6 +63,9 @@ def _encoding_name() -> str:
 
 
 def _cl100k_cached() -> bool:
+    import hashlib  # tiktoken path only: hashlib and tempfile cost start-up time
+    import tempfile
+
     # Mirrors tiktoken.load.read_file_cached: the cache key is the SHA-1 of the URL.
     cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
     if cache_dir is None:
