@@ -65,6 +65,20 @@ STOPWORDS = frozenset(
 # SUPERSEDES is left out: a superseded version is masked out anyway.
 EXPANSION_EDGES = ("ABOUT", "TOUCHES", "CAUSED", "DERIVED_FROM", "CONTRADICTS")
 
+# Newest neighbours first, one branch per edge kind and direction: each branch reads at
+# most EXPANSION_FANOUT index entries, so a hub entity with 50 000 ABOUT edges costs what a
+# leaf costs. (One "kind IN (...) ORDER BY ... LIMIT" would read and sort all of them.)
+# The union of the per-branch top rows holds the overall top rows, so the result is the same.
+NEIGHBOURS_SQL = (
+    " UNION ".join(
+        f"SELECT * FROM (SELECT {far} FROM mem_edges WHERE {near} = :id AND kind = '{kind}' "
+        f"ORDER BY {far} DESC LIMIT :fanout)"
+        for kind in EXPANSION_EDGES
+        for near, far in (("src", "dst"), ("dst", "src"))
+    )
+    + " ORDER BY 1 DESC LIMIT :fanout"
+)
+
 NODE_COLUMNS = (
     "n.id, n.kind, n.content, n.valid_from, n.valid_until, n.recorded_at, "
     "n.confidence, n.access_count, n.seq"
@@ -376,16 +390,12 @@ def expand(
     """Neighbours of the best seeds, each with 0.6x its parent's relevance per hop."""
     result = dict(seeds)
     frontier = sorted(seeds.values(), key=lambda c: -c.relevance)[:EXPANSION_SEEDS]
-    edge_list = ",".join(f"'{kind}'" for kind in EXPANSION_EDGES)
     mask, mask_params = mask_sql(as_of)
     for _ in range(hops):
         inherited: dict[str, float] = {}
         for parent in frontier:
             rows = conn.execute(
-                f"SELECT dst FROM mem_edges WHERE src = ? AND kind IN ({edge_list}) "
-                f"UNION SELECT src FROM mem_edges WHERE dst = ? AND kind IN ({edge_list}) "
-                "ORDER BY 1 DESC LIMIT ?",
-                (parent.id, parent.id, EXPANSION_FANOUT),
+                NEIGHBOURS_SQL, {"id": parent.id, "fanout": EXPANSION_FANOUT}
             ).fetchall()
             for (neighbour,) in rows:
                 if neighbour in result:
