@@ -46,8 +46,47 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
+def m002_node_degree(conn: sqlite3.Connection) -> None:
+    """mem_degree: each node's number of edges (both directions, every kind), kept by
+    triggers. Recall's connectivity factor needs the degree of its candidates, and
+    counting the edges of a hub entity (tens of thousands of ABOUT edges at 1M nodes) on
+    every recall costs milliseconds; a lookup here costs microseconds. A node without a
+    row has degree 0."""
+    conn.execute(
+        "CREATE TABLE mem_degree (node_id TEXT PRIMARY KEY, degree INTEGER NOT NULL) "
+        "WITHOUT ROWID"
+    )
+    conn.execute(
+        "INSERT INTO mem_degree (node_id, degree) SELECT node_id, count(*) FROM "
+        "(SELECT src AS node_id FROM mem_edges UNION ALL SELECT dst FROM mem_edges) "
+        "GROUP BY node_id"
+    )
+    # INSERT OR IGNORE of an existing edge inserts no row and fires nothing; a purge's
+    # cascade deletes do fire the delete trigger.
+    conn.execute(
+        """CREATE TRIGGER mem_edges_degree_insert AFTER INSERT ON mem_edges BEGIN
+    INSERT INTO mem_degree (node_id, degree) VALUES (new.src, 1)
+        ON CONFLICT (node_id) DO UPDATE SET degree = degree + 1;
+    INSERT INTO mem_degree (node_id, degree) VALUES (new.dst, 1)
+        ON CONFLICT (node_id) DO UPDATE SET degree = degree + 1;
+END"""
+    )
+    conn.execute(
+        """CREATE TRIGGER mem_edges_degree_delete AFTER DELETE ON mem_edges BEGIN
+    UPDATE mem_degree SET degree = degree - 1 WHERE node_id = old.src;
+    UPDATE mem_degree SET degree = degree - 1 WHERE node_id = old.dst;
+END"""
+    )
+    conn.execute(
+        """CREATE TRIGGER mem_nodes_degree_delete AFTER DELETE ON mem_nodes BEGIN
+    DELETE FROM mem_degree WHERE node_id = old.id;
+END"""
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
+    ("m002_node_degree", m002_node_degree),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

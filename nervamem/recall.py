@@ -516,18 +516,18 @@ def _fetch_masked(
 
 
 def degrees(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, int]:
+    """Number of edges of each node, both directions, every kind (missing: none). Read
+    from mem_degree, which triggers keep equal to the count of mem_edges rows: counting
+    them here would read every edge of a hub entity on every recall."""
     counts: dict[str, int] = {}
     id_list = list(ids)
     for start in range(0, len(id_list), 500):
         chunk = id_list[start : start + 500]
         marks = ",".join("?" * len(chunk))
-        for column in ("src", "dst"):
-            for node_id, count in conn.execute(
-                f"SELECT {column}, count(*) FROM mem_edges WHERE {column} IN ({marks}) "
-                f"GROUP BY {column}",
-                chunk,
-            ):
-                counts[node_id] = counts.get(node_id, 0) + count
+        for node_id, count in conn.execute(
+            f"SELECT node_id, degree FROM mem_degree WHERE node_id IN ({marks})", chunk
+        ):
+            counts[node_id] = count
     return counts
 
 
