@@ -49,10 +49,12 @@ from .state import State, load_state, save_state, validate_namespace
 from .timeparse import format_time, parse_time
 
 if TYPE_CHECKING:
+    from .bulk import NewMemory
     from .codegraph import AnchorReport
 
 Clock = Callable[[], datetime]
 DEFAULT_BUSY_TIMEOUT_MS = 15_000
+CACHE_KIB = 65_536
 ENV_BUSY_TIMEOUT = "NERVAMEM_BUSY_TIMEOUT_MS"
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 _NODE_SELECT = (
@@ -99,6 +101,7 @@ class MemoryStore:
         self._state: State | None = None
         self._in_transaction = False
         self._transaction_time: datetime | None = None
+        self._state_pending = False  # state.yaml to write when the transaction commits
         if busy_timeout_ms is None:
             busy_timeout_ms = _busy_timeout_from_env()
         self._busy_timeout_ms = busy_timeout_ms
@@ -157,6 +160,10 @@ class MemoryStore:
                 # FULL: a commit that returned survives power loss, not only a crash.
                 conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
+            # 64 MiB of page cache instead of 2: a 100k-node store is ~90 MB, and its hot
+            # index pages (entity hubs, FTS) then stay in memory. Pages are allocated
+            # only when read, so a short CLI call does not pay for it.
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         except sqlite3.DatabaseError:
             conn.close()
             raise
@@ -242,6 +249,9 @@ class MemoryStore:
             yield
             self._conn.execute("COMMIT")
         except BaseException as exc:
+            if self._state_pending:  # the session it names is rolled back with the rest
+                self._state_pending = False
+                self._state = None
             try:
                 self._conn.execute("ROLLBACK")
             except sqlite3.Error:
@@ -252,6 +262,10 @@ class MemoryStore:
         finally:
             self._in_transaction = False
             self._transaction_time = None
+        if self._state_pending:
+            self._state_pending = False
+            if self._state is not None:
+                save_state(self.path, self._state)
 
     @contextmanager
     def batch(self) -> Iterator[MemoryStore]:
@@ -290,8 +304,10 @@ class MemoryStore:
         prefix = ref.strip().lower()
         if not prefix or len(prefix) > 64 or not set(prefix) <= _ID_CHARS:
             raise BadInputError(f"{ref[:40]!r} is not a node ID or ID prefix")
+        # '+namespace' keeps the planner on the id index (a range of a few rows);
+        # otherwise it picks mem_nodes_ns_kind and sorts the whole namespace per call.
         rows = self._conn.execute(
-            "SELECT id FROM mem_nodes WHERE id >= ? AND id < ? AND namespace = ? "
+            "SELECT id FROM mem_nodes WHERE id >= ? AND id < ? AND +namespace = ? "
             "ORDER BY id LIMIT 11",
             (prefix, prefix + "~", ns),
         ).fetchall()
@@ -312,19 +328,22 @@ class MemoryStore:
     def short_ids(self, ids: Iterable[str], *, min_hex: int = 4) -> dict[str, str]:
         """Shortest prefix of each ID that no other node in the store shares."""
         result: dict[str, str] = {}
-        for node_id in dict.fromkeys(ids):
-            before = self._conn.execute(
-                "SELECT id FROM mem_nodes WHERE id < ? ORDER BY id DESC LIMIT 1", (node_id,)
-            ).fetchone()
-            after = self._conn.execute(
-                "SELECT id FROM mem_nodes WHERE id > ? ORDER BY id LIMIT 1", (node_id,)
-            ).fetchone()
-            shared = max(
-                (_common_prefix(node_id, other[0]) for other in (before, after) if other),
-                default=0,
-            )
-            minimum = node_id.index("_") + 1 + min_hex
-            result[node_id] = node_id[: min(len(node_id), max(shared + 1, minimum))]
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), 500):
+            # One statement per 500 IDs (a recall shows hundreds): two index seeks each
+            # for the IDs just before and after it.
+            rows = self._conn.execute(
+                "SELECT q.value, (SELECT max(id) FROM mem_nodes WHERE id < q.value), "
+                "(SELECT min(id) FROM mem_nodes WHERE id > q.value) FROM json_each(?) q",
+                (json.dumps(unique[start : start + 500]),),
+            ).fetchall()
+            for node_id, before, after in rows:
+                shared = max(
+                    (_common_prefix(node_id, other) for other in (before, after) if other),
+                    default=0,
+                )
+                minimum = node_id.index("_") + 1 + min_hex
+                result[node_id] = node_id[: min(len(node_id), max(shared + 1, minimum))]
         return result
 
     # ------------------------------------------------------------------ writes
@@ -406,28 +425,9 @@ class MemoryStore:
         namespace: str | None = None,
     ) -> str:
         """Store one memory node and its edges; return its ID."""
-        if kind not in STORABLE_KINDS:
-            raise BadInputError(
-                f"unknown kind {kind[:40]!r}: use one of {', '.join(STORABLE_KINDS)}"
-            )
-        _check_text(content, "content")
-        if not content.strip():
-            raise BadInputError("content cannot be empty")
-        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
-            raise BadInputError("confidence must be a number between 0 and 1")
-        if math.isnan(confidence) or not 0.0 <= confidence <= 1.0:
-            raise BadInputError(f"confidence {confidence} is outside [0, 1]")
-        if (rationale or rejected) and kind != "decision":
-            raise BadInputError("--rationale and --rejected apply to decisions only")
-        for text in (rationale or "", *rejected, *entities):
-            _check_text(text, "option value")
+        data = _checked_memory(kind, content, confidence, rationale, rejected, entities)
         ns = self._ns(namespace)
         explicit_start = self._valid_from(valid_from) if valid_from is not None else None
-        data: dict[str, Any] = {}
-        if rationale:
-            data["rationale"] = rationale
-        if rejected:
-            data["rejected"] = list(rejected)
 
         with self._write():
             start = explicit_start or self._now()
@@ -470,6 +470,19 @@ class MemoryStore:
                 self._anchor_code(node_id, entity_ids)
         return node_id
 
+    def store_many(self, memories: Iterable[NewMemory]) -> list[str]:
+        """Store many memories in one transaction and return their IDs, in order.
+
+        Exactly what ``store()`` called for each memory in order inside one batch does
+        (same checks, entity resolution, supersession rules and edges), with the rows
+        written by multi-row statements: several times faster for imports. A reference
+        (``supersedes``, ``caused_by``, ...) is an ID, or the index of an earlier memory
+        of the same call. All or nothing: one bad memory writes none of them.
+        """
+        from .bulk import store_many
+
+        return store_many(self, memories)
+
     def _anchor_code(self, node_id: str, entity_ids: list[tuple[str, str]]) -> None:
         """TOUCHES bridge: only when a code graph exists beside the store (lazy import)."""
         graph_path = self.path.parent / "graph.graphml"
@@ -489,20 +502,12 @@ class MemoryStore:
 
     def _supersedable(self, ref: str, namespace: str, new_start: str) -> str:
         old = self.get(ref, namespace=namespace)
-        if old.tombstoned:
-            raise BadInputError(f"{old.id} is forgotten and cannot be superseded")
         row = self._conn.execute(
             "SELECT src FROM mem_edges WHERE dst = ? AND kind = 'SUPERSEDES' LIMIT 1", (old.id,)
         ).fetchone()
-        if row:
-            raise BadInputError(f"{old.id} is already superseded by {row[0]}; supersede that")
-        if old.kind == "session":
-            raise BadInputError("a session cannot be superseded")
-        if new_start < old.valid_from:
-            raise BadInputError(
-                f"the new node would be valid from {new_start[:10]}, before {old.id} "
-                f"({old.valid_from[:10]}); give --valid-from on or after it"
-            )
+        _check_supersedable(
+            old.id, old.kind, old.valid_from, old.tombstoned, row[0] if row else None, new_start
+        )
         return old.id
 
     def _session_for_write(self, explicit: str | None, namespace: str) -> str | None:
@@ -562,6 +567,13 @@ class MemoryStore:
         return node.id
 
     def _save_state(self, state: State) -> None:
+        if self._in_transaction:
+            # Inside a batch, state.yaml is written once, when the batch commits: a
+            # rolled-back session never becomes the active one, and an import that starts
+            # a thousand sessions does not pay a thousand fsyncs.
+            self._state = state
+            self._state_pending = True
+            return
         save_state(self.path, state)
         self._state = state
 
@@ -751,12 +763,68 @@ def _busy_timeout_from_env() -> int:
 
 
 def _common_prefix(a: str, b: str) -> int:
-    length = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        length += 1
-    return length
+    # Binary search on slice equality: a few C-level compares instead of a Python loop
+    # over ~30 characters per ID.
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _checked_memory(
+    kind: str,
+    content: str,
+    confidence: float,
+    rationale: str | None,
+    rejected: Sequence[str],
+    entities: Sequence[str],
+) -> dict[str, Any]:
+    """The checks every stored memory passes (store and store_many); returns its data."""
+    if kind not in STORABLE_KINDS:
+        raise BadInputError(f"unknown kind {kind[:40]!r}: use one of {', '.join(STORABLE_KINDS)}")
+    _check_text(content, "content")
+    if not content.strip():
+        raise BadInputError("content cannot be empty")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+        raise BadInputError("confidence must be a number between 0 and 1")
+    if math.isnan(confidence) or not 0.0 <= confidence <= 1.0:
+        raise BadInputError(f"confidence {confidence} is outside [0, 1]")
+    if (rationale or rejected) and kind != "decision":
+        raise BadInputError("--rationale and --rejected apply to decisions only")
+    for text in (rationale or "", *rejected, *entities):
+        _check_text(text, "option value")
+    data: dict[str, Any] = {}
+    if rationale:
+        data["rationale"] = rationale
+    if rejected:
+        data["rejected"] = list(rejected)
+    return data
+
+
+def _check_supersedable(
+    old_id: str,
+    kind: str,
+    valid_from: str,
+    tombstoned: bool,
+    superseded_by: str | None,
+    new_start: str,
+) -> None:
+    """May a node valid from ``new_start`` supersede this one? (store and store_many)"""
+    if tombstoned:
+        raise BadInputError(f"{old_id} is forgotten and cannot be superseded")
+    if superseded_by:
+        raise BadInputError(f"{old_id} is already superseded by {superseded_by}; supersede that")
+    if kind == "session":
+        raise BadInputError("a session cannot be superseded")
+    if new_start < valid_from:
+        raise BadInputError(
+            f"the new node would be valid from {new_start[:10]}, before {old_id} "
+            f"({valid_from[:10]}); give --valid-from on or after it"
+        )
 
 
 def _check_text(text: str, what: str) -> None:
