@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -51,7 +51,6 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nervamem import MemoryStore
-from nervamem.timeparse import to_datetime
 
 BUDGETS = (200, 500, 1000)
 DEFAULT_LOCOMO = Path(__file__).resolve().parent.parent / "../shared/data/locomo/locomo-dev.json"
@@ -233,6 +232,10 @@ class SeededRandom:
         return self._random.getrandbits(64)
 
 
+def _moment(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
 def ingest(store: MemoryStore, corpus: Corpus, *, bulk: bool = False) -> dict[str, str]:
     """Store the corpus; return memory key -> node ID.
 
@@ -259,7 +262,7 @@ def ingest(store: MemoryStore, corpus: Corpus, *, bulk: bool = False) -> dict[st
             put(memory)
         for session in corpus.sessions:
             if session.recorded_from and isinstance(store._clock, StepClock):
-                store._clock.now = max(store._clock.now, to_datetime(session.recorded_from))
+                store._clock.now = max(store._clock.now, _moment(session.recorded_from))
             store.start_session(session.title)
             for memory in session.memories:
                 put(memory)
@@ -306,18 +309,24 @@ class Bm25Reference:
         if not terms:
             return ""
         expression = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        lines: list[str] = []
-        chars = 0
-        for (line,) in self._db.execute(
+        rows = self._db.execute(
             "SELECT line FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT 400",
             (expression,),
-        ):
-            added = len(line) + (1 if lines else 0)
-            if math.ceil((chars + added) / 4) > budget:
-                break
-            lines.append(line)
-            chars += added
-        return "\n".join(lines)
+        )
+        return pack_lines((line for (line,) in rows), budget)
+
+
+def pack_lines(lines: Iterable[str], budget: int) -> str:
+    """The reference packing: lines in rank order until the next would not fit."""
+    kept: list[str] = []
+    chars = 0
+    for line in lines:
+        added = len(line) + (1 if kept else 0)
+        if math.ceil((chars + added) / 4) > budget:
+            break
+        kept.append(line)
+        chars += added
+    return "\n".join(kept)
 
 
 # ---------------------------------------------------------------------------- runner
@@ -368,6 +377,7 @@ def evaluate_corpus(
     baseline: bool = True,
     keep_access: bool = False,
     bulk: bool = False,
+    layout_cost: bool = False,
 ) -> Tally:
     """Ingest one corpus into a fresh store and ask all its questions at every budget."""
     tally = Tally()
@@ -381,6 +391,9 @@ def evaluate_corpus(
             store.read_only = not keep_access
             reference = Bm25Reference(corpus) if baseline else None
             for question in corpus.questions:
+                if layout_cost:
+                    wide = store.recall(question.text, budget_tokens=8 * max(budgets))
+                    ranked = list(wide.items)
                 for budget in budgets:
                     started = time.perf_counter()
                     result = store.recall(question.text, budget_tokens=budget)
@@ -388,6 +401,14 @@ def evaluate_corpus(
                     score, stale = score_text(result.markdown, question)
                     tally.add("nervamem", budget, question.category, score, stale)
                     tally.used[("nervamem", budget)].append(result.used_tokens)
+                    if layout_cost:
+                        # nervamem's ranking in the reference's lines and packing: what
+                        # the ranking alone is worth, apart from the layout's cost.
+                        lines = (
+                            f"[{i.valid_from[:10]}] {' '.join(i.content.split())}" for i in ranked
+                        )
+                        score, stale = score_text(pack_lines(lines, budget), question)
+                        tally.add("ranking-only", budget, question.category, score, stale)
                     if reference:
                         text = reference.recall(question.text, budget)
                         score, stale = score_text(text, question)
@@ -405,6 +426,7 @@ def evaluate(
     keep_access: bool = False,
     bulk: bool = False,
     jobs: int = 1,
+    layout_cost: bool = False,
 ) -> Tally:
     work = [
         functools.partial(
@@ -415,6 +437,7 @@ def evaluate(
             baseline=baseline,
             keep_access=keep_access,
             bulk=bulk,
+            layout_cost=layout_cost,
         )
         for index, corpus in enumerate(corpora)
     ]
@@ -436,7 +459,9 @@ def _call(task: Callable[[], Tally]) -> Tally:
 
 
 def report(tally: Tally, budgets: Sequence[int], *, title: str, show_stale: bool) -> str:
-    systems = [s for s in ("nervamem", "bm25") if any(k[0] == s for k in tally.scores)]
+    systems = [
+        s for s in ("nervamem", "bm25", "ranking-only") if any(k[0] == s for k in tally.scores)
+    ]
     categories = sorted({k[2] for k in tally.scores if k[2] != "all"})
     head = ["category", "n"] + [f"{s} @{b}" for b in budgets for s in systems]
     rows = []
@@ -488,6 +513,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="ingest in one store.batch() (one clock reading: long short IDs)",
     )
+    parser.add_argument(
+        "--layout-cost",
+        action="store_true",
+        help="also score nervamem's ranking packed as the reference's plain lines",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="corpora evaluated in parallel")
     parser.add_argument("--limit", type=int, default=0, help="only the first N corpora")
     parser.add_argument("--seed", type=int, default=7, help="agent set seed")
@@ -514,6 +544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         keep_access=args.keep_access,
         bulk=args.bulk,
         jobs=args.jobs,
+        layout_cost=args.layout_cost,
     )
     print(report(tally, budgets, title=title, show_stale=args.set == "agent"))
     print(f"({time.perf_counter() - started:.0f} s)")
