@@ -53,8 +53,7 @@ def m002_node_degree(conn: sqlite3.Connection) -> None:
     every recall costs milliseconds; a lookup here costs microseconds. A node without a
     row has degree 0."""
     conn.execute(
-        "CREATE TABLE mem_degree (node_id TEXT PRIMARY KEY, degree INTEGER NOT NULL) "
-        "WITHOUT ROWID"
+        "CREATE TABLE mem_degree (node_id TEXT PRIMARY KEY, degree INTEGER NOT NULL) WITHOUT ROWID"
     )
     conn.execute(
         "INSERT INTO mem_degree (node_id, degree) SELECT node_id, count(*) FROM "

@@ -3,6 +3,8 @@ hands the result to the renderer of the chosen format."""
 
 from __future__ import annotations
 
+import copy
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -510,8 +512,58 @@ def ns_current(ctx: typer.Context, fmt: FormatOption = None) -> None:
     emit("ns_current", result, output)
 
 
+# Root options that take a value: the word after them is not the command.
+_ROOT_VALUE_OPTIONS = frozenset({"--db", "--ns", "--format", "-f", "--tokenizer"})
+
+
+def _command_name(info: Any) -> str:
+    """The name Typer gives a registered command (its function name, dashed)."""
+    callback_name = info.callback.__name__ if info.callback else ""
+    return str(info.name or callback_name.lower().replace("_", "-"))
+
+
+def _app_for(args: list[str]) -> typer.Typer:
+    """The app with only the command that ``args`` invoke.
+
+    Typer builds the Click object of every command (signatures, annotations, options)
+    before it runs one: ~20 ms of each call, which agents and hooks pay on every call.
+    A shallow copy that holds the invoked command alone runs it identically (a command's
+    parsing, help and errors do not depend on its siblings). Help, completion, a missing
+    or unknown command get the whole app, so listings and suggestions stay complete.
+    """
+    if os.environ.get("_NERVAMEM_COMPLETE"):
+        return app
+    name = None
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg in ("-h", "--help", "--"):
+            return app
+        if arg in _ROOT_VALUE_OPTIONS:
+            index += 2
+        elif arg.startswith("-"):
+            index += 1
+        else:
+            name = arg
+            break
+    if name is None:
+        if args and all(arg in ("-V", "--version") for arg in args):
+            trimmed = copy.copy(app)
+            trimmed.registered_commands, trimmed.registered_groups = [], []
+            return trimmed
+        return app
+    commands = [info for info in app.registered_commands if _command_name(info) == name]
+    groups = [info for info in app.registered_groups if info.name == name]
+    if not commands and not groups:
+        return app
+    trimmed = copy.copy(app)
+    trimmed.registered_commands, trimmed.registered_groups = commands, groups
+    return trimmed
+
+
 def main(argv: list[str] | None = None) -> Any:
-    return app(args=argv, prog_name="nervamem")
+    args = list(sys.argv[1:] if argv is None else argv)
+    return _app_for(args)(args=args, prog_name="nervamem")
 
 
 from . import code_commands  # noqa: E402,F401  (code bridge and consolidate commands)

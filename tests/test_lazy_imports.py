@@ -1,0 +1,185 @@
+"""Start-up stays cheap: the commands agents and hooks call on every step import none of
+the heavy optional libraries, and the trimmed command tree that main() builds behaves
+exactly like the whole one.
+
+Timings are never asserted here (they belong to bench/latency.py); what is asserted is
+what makes them: which modules a fresh ``nervamem`` process loads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nervamem import MemoryStore
+from nervamem.cli import commands
+from tests.conftest import CountingRandom, FakeClock
+
+# Never on the path of store / recall / --version: each costs 10-100 ms to import.
+HEAVY = ("networkx", "rich", "tiktoken", "yaml", "pydantic", "typer.testing", "typer.rich_utils")
+
+# Runs the real entry point in a fresh interpreter and records every module it loaded.
+PROBE = """
+import json, sys
+from nervamem.cli import main
+try:
+    main(sys.argv[2:])
+except SystemExit as exit:
+    code = exit.code
+else:
+    code = 0
+with open(sys.argv[1], "w") as out:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, out)
+"""
+
+
+def run_fresh(tmp_path: Path, *args: str) -> tuple[int, list[str], str]:
+    record = tmp_path / "modules.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NERVAMEM_", "_NERVAMEM"))}
+    env["NERVAPACK_MEMORY_DB"] = str(tmp_path / "store" / "memory.db")
+    env["HOME"] = str(tmp_path / "home")
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, str(record), *args],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(record.read_text())
+    return int(data["code"] or 0), list(data["modules"]), result.stdout
+
+
+def heavy_in(modules: list[str]) -> list[str]:
+    return [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
+
+
+@pytest.fixture
+def seeded_store(tmp_path: Path) -> Path:
+    path = tmp_path / "store" / "memory.db"
+    with MemoryStore(path) as store:
+        store.start_session("auth rework")
+        store.store("decision", "Chose JWT for auth", entities=["AuthService"])
+        store.store("fact", "auth tokens last 15 minutes", entities=["auth_service"])
+    return path
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("store", "fact", "the deploy script needs bash 5", "-e", "DeployScript"),
+        ("store", "decision", "Chose JWT", "--format", "json"),
+        ("recall", "auth tokens", "--budget", "500"),
+        ("recall", "why JWT", "--format", "json"),
+        ("timeline", "auth"),
+        ("--version",),
+    ],
+    ids=lambda args: " ".join(args[:2]),
+)
+def test_hot_commands_import_no_heavy_library(
+    tmp_path: Path, seeded_store: Path, args: tuple[str, ...]
+) -> None:
+    code, modules, stdout = run_fresh(tmp_path, *args)
+    assert code == 0
+    assert stdout.strip()
+    assert heavy_in(modules) == []
+
+
+def test_the_probe_would_see_a_heavy_import(tmp_path: Path, seeded_store: Path) -> None:
+    # The table renderer is the one place Rich is allowed: the probe must notice it.
+    _, modules, _ = run_fresh(tmp_path, "stats", "--format", "table")
+    assert "rich" in heavy_in(modules)
+
+
+# ---------------------------------------------------------------------------- trimmed tree
+def invoker(
+    monkeypatch: pytest.MonkeyPatch, db: Path, *, trimmed: bool
+) -> Callable[..., tuple[int, str, str]]:
+    clock, random = FakeClock(), CountingRandom()
+
+    def factory(path: str | None, namespace: str | None) -> MemoryStore:
+        return MemoryStore(path, namespace=namespace, clock=clock, random_source=random)
+
+    runner = CliRunner()
+
+    def run(*args: str) -> tuple[int, str, str]:
+        monkeypatch.setattr(commands, "store_factory", factory)
+        monkeypatch.setenv("NERVAPACK_MEMORY_DB", str(db))
+        app = commands._app_for(list(args)) if trimmed else commands.app
+        result = runner.invoke(app, list(args))
+        return result.exit_code, result.stdout, result.stderr
+
+    return run
+
+
+SEQUENCES = [
+    [("--version",), ("-V",)],
+    [
+        ("session", "start", "auth rework"),
+        ("store", "decision", "Chose JWT for auth", "-e", "AuthService", "--rationale", "x"),
+        ("store", "fact", "tokens last 15 minutes", "-e", "auth_service", "-f", "json"),
+        ("--format", "json", "recall", "auth"),
+        ("-fjson", "recall", "JWT", "--budget", "300"),
+        ("--ns", "default", "timeline", "auth"),
+        ("stats", "--format", "json"),
+        ("ns", "current"),
+        ("session", "end", "--summary", "done"),
+    ],
+    [
+        ("recall",),
+        ("recall", "x", "--budget", "nope"),
+        ("recall", "--help"),
+        ("store", "--help"),
+        ("session", "--help"),
+        ("recal", "auth"),
+        ("--bogus", "recall", "x"),
+        ("--db",),
+        ("store", "opinion", "x"),
+        ("forget", "f_0"),
+        (),
+    ],
+]
+
+
+@pytest.mark.parametrize("sequence", SEQUENCES, ids=["version", "workflow", "errors"])
+def test_trimmed_command_tree_behaves_like_the_whole_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sequence: list[tuple[str, ...]]
+) -> None:
+    whole = invoker(monkeypatch, tmp_path / "whole" / "memory.db", trimmed=False)
+    trimmed = invoker(monkeypatch, tmp_path / "trimmed" / "memory.db", trimmed=True)
+    for args in sequence:
+        expected = whole(*args)
+        got = trimmed(*args)
+        assert got == (
+            expected[0],
+            expected[1].replace("whole", "trimmed"),
+            expected[2].replace("whole", "trimmed"),
+        ), args
+
+
+def test_main_trims_only_what_it_recognises() -> None:
+    def names(args: list[str]) -> list[str]:
+        app = commands._app_for(args)
+        return sorted(
+            [c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands]
+            + [g.name or "" for g in app.registered_groups]
+        )
+
+    everything = names([])
+    assert len(everything) > 5
+    assert names(["recall", "x"]) == ["recall"]
+    assert names(["--db", "recall", "store", "fact", "x"]) == ["store"]
+    assert names(["-f", "json", "session", "start"]) == ["session"]
+    assert names(["--version"]) == []
+    assert names(["--help"]) == everything
+    assert names(["recall", "--help"]) == ["recall"]
+    assert names(["--", "recall"]) == everything
+    assert names(["nope"]) == everything
