@@ -1,0 +1,544 @@
+"""nervamem latency benchmark: one command, every figure of issue 7.
+
+    python bench/latency.py                     # 10k and 100k nodes (about 2 minutes)
+    python bench/latency.py --sizes 10k,100k,1m # 1M is opt-in (builds a ~1 GB store once)
+
+For each size it builds a store from the seeded workload (bench/workload.py) through the
+API's bulk path and measures:
+
+* bulk ingest rate (nodes/s) through ``store.store_many`` inside ``store.batch()``, and,
+  for reference, through plain ``store.store()`` calls in one batch;
+* database bytes per node (after a checkpoint, so the WAL is counted in the file);
+* in-process ``recall`` latency (budget 500), p50/p95 for short keyword queries, for
+  natural-language questions and for questions made of the most common words, each
+  query run repeatedly, interleaved; and the slowest query's median.
+
+Then, on a copy of the 100k store (else the largest built), fresh-process latency of
+``nervamem --version``, ``store``, ``recall --budget 500`` and ``timeline``, beside
+``python -c pass`` and ``python -c "import typer"`` measured in the same interleaved
+rounds, as medians and as ratios to ``import typer``.
+
+Stores are kept in bench/out/ (ignored by git); 1M is reused if present and built by the
+same workload version (--rebuild forces a new build). Results go to stdout, to
+bench/out/latency-<time>.json, and to the section of bench/results.md between the
+``<!-- latency:begin -->`` / ``<!-- latency:end -->`` markers (other sections of that
+file are kept as they are; --no-write leaves it alone).
+
+Fresh processes run with bytecode caching on (PYTHONDONTWRITEBYTECODE unset, a private
+PYTHONPYCACHEPREFIX under bench/out/), as an installed nervamem runs, after warm-up runs.
+Timings on a shared machine are noisy: every figure is a median over interleaved
+rounds, and the load average is recorded next to them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import workload  # noqa: E402
+
+from nervamem import MemoryStore, __version__  # noqa: E402
+
+WORKLOAD_VERSION = 3  # bump when bench/workload.py changes what it generates
+OUT = HERE / "out"
+RESULTS = HERE / "results.md"
+BEGIN, END = "<!-- latency:begin -->", "<!-- latency:end -->"
+BUDGET = 500
+
+TARGETS = {
+    "fresh_ratio": 1.3,
+    "p50_100k_ms": 5.0,
+    "p50_1m_ms": 25.0,
+    "p95_over_p50": 3.0,
+    "slowest_100k_ms": 50.0,
+    "ingest_nodes_per_s": 10_000.0,
+}
+
+
+# ---------------------------------------------------------------------------- helpers
+def parse_size(text: str) -> int:
+    text = text.strip().lower()
+    factor = 1
+    if text.endswith("k"):
+        factor, text = 1_000, text[:-1]
+    elif text.endswith("m"):
+        factor, text = 1_000_000, text[:-1]
+    return int(float(text) * factor)
+
+
+def label(size: int) -> str:
+    if size >= 1_000_000 and size % 1_000_000 == 0:
+        return f"{size // 1_000_000}M"
+    if size >= 1_000 and size % 1_000 == 0:
+        return f"{size // 1_000}k"
+    return str(size)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    position = (len(ordered) - 1) * q
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def load_average() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = "n/a"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                memory = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+                break
+    except OSError:
+        pass
+    try:
+        from importlib.metadata import version
+
+        typer_version = version("typer")
+    except Exception:
+        typer_version = "n/a"
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory": memory,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "nervamem": __version__,
+        "typer": typer_version,
+    }
+
+
+def remove_store(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    (path.parent / "state.yaml").unlink(missing_ok=True)
+
+
+def file_bytes(path: Path) -> int:
+    return sum(
+        os.path.getsize(f"{path}{suffix}")
+        for suffix in ("", "-wal")
+        if os.path.exists(f"{path}{suffix}")
+    )
+
+
+# ---------------------------------------------------------------------------- ingest
+def build(size: int, *, rebuild: bool, reference_nodes: int, log: Any) -> dict[str, Any]:
+    """Build (or reuse) the store of ``size`` nodes; return its ingest and size figures."""
+    folder = OUT / f"store-{label(size)}"
+    path = folder / "memory.db"
+    manifest_path = folder / "manifest.json"
+    keep = size >= 1_000_000 and not rebuild
+    if keep and manifest_path.exists() and path.exists():
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("workload_version") == WORKLOAD_VERSION:
+            log(f"[{label(size)}] reusing {path} (built {manifest['built_at']})")
+            manifest["reused"] = True
+            return dict(manifest)
+    folder.mkdir(parents=True, exist_ok=True)
+    remove_store(path)
+    plans = list(workload.generate(size))
+    clock = workload.SteppedClock()
+    store = MemoryStore(path, clock=clock)
+    started = time.perf_counter()
+
+    def progress(done: int) -> None:
+        if size >= 200_000 and done % 100_000 < 6_000:
+            rate = done / (time.perf_counter() - started)
+            log(f"[{label(size)}] {done:,} nodes, {rate:,.0f}/s")
+
+    report = workload.ingest_bulk(store, plans, clock, progress=progress)
+    connection = store.connection
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    nodes = int(connection.execute("SELECT count(*) FROM mem_nodes").fetchone()[0])
+    edges = int(connection.execute("SELECT count(*) FROM mem_edges").fetchone()[0])
+    store.close()
+    size_bytes = file_bytes(path)
+
+    # Reference: the same memories through one store() call each, in one batch.
+    reference_path = OUT / "store-reference" / "memory.db"
+    reference_path.parent.mkdir(parents=True, exist_ok=True)
+    remove_store(reference_path)
+    reference_plans = list(workload.generate(reference_nodes))
+    reference_clock = workload.SteppedClock()
+    with MemoryStore(reference_path, clock=reference_clock) as reference_store:
+        reference = workload.ingest(reference_store, reference_plans, reference_clock)
+    remove_store(reference_path)
+
+    manifest = {
+        "size": size,
+        "workload_version": WORKLOAD_VERSION,
+        "built_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "nodes": nodes,
+        "edges": edges,
+        "sessions": report.sessions,
+        "ingest_nodes": report.nodes_written,
+        "ingest_seconds": report.seconds,
+        "ingest_nodes_per_s": report.nodes_per_second,
+        "store_call_nodes_per_s": reference.nodes_per_second,
+        "store_call_nodes": reference.nodes_written,
+        "db_bytes": size_bytes,
+        "bytes_per_node": size_bytes / nodes,
+        "reused": False,
+    }
+    manifest_path.write_text(json.dumps(manifest, indent=2))
+    log(
+        f"[{label(size)}] {nodes:,} nodes, {edges:,} edges: bulk ingest "
+        f"{manifest['ingest_nodes_per_s']:,.0f} nodes/s, store() "
+        f"{manifest['store_call_nodes_per_s']:,.0f} nodes/s, "
+        f"{manifest['bytes_per_node']:,.0f} bytes/node"
+    )
+    return manifest
+
+
+# ---------------------------------------------------------------------------- in-process
+def recall_latency(size: int, *, repeats: int, log: Any) -> dict[str, Any]:
+    path = OUT / f"store-{label(size)}" / "memory.db"
+    sets = workload.queries()
+    samples: dict[str, dict[str, list[float]]] = {name: {} for name in sets}
+    with MemoryStore(path) as store:
+        for questions in sets.values():  # warm the page cache and the code paths
+            for question in questions:
+                store.recall(question, budget_tokens=BUDGET)
+        for _ in range(repeats):
+            for name, questions in sets.items():
+                for question in questions:
+                    began = time.perf_counter()
+                    store.recall(question, budget_tokens=BUDGET)
+                    elapsed = (time.perf_counter() - began) * 1000
+                    samples[name].setdefault(question, []).append(elapsed)
+    result: dict[str, Any] = {"size": size, "sets": {}}
+    every: list[float] = []
+    slowest = ("", 0.0)
+    for name, per_query in samples.items():
+        values = [v for runs in per_query.values() for v in runs]
+        every += values
+        result["sets"][name] = {
+            "p50": percentile(values, 0.5),
+            "p95": percentile(values, 0.95),
+            "max": max(values),
+            "queries": {q: statistics.median(runs) for q, runs in per_query.items()},
+        }
+        for question, runs in per_query.items():
+            median = statistics.median(runs)
+            if median > slowest[1]:
+                slowest = (question, median)
+    result["all"] = {
+        "p50": percentile(every, 0.5),
+        "p95": percentile(every, 0.95),
+        "max": max(every),
+    }
+    result["slowest_query"] = {"query": slowest[0], "median": slowest[1]}
+    log(
+        f"[{label(size)}] recall p50 {result['all']['p50']:.2f} ms, p95 "
+        f"{result['all']['p95']:.2f} ms; slowest query {slowest[1]:.2f} ms ({slowest[0]!r})"
+    )
+    return result
+
+
+# ---------------------------------------------------------------------------- fresh process
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of finished child processes, finer than os.times()."""
+    try:
+        import resource
+
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+    except ImportError:  # not on Unix
+        times = os.times()
+        return times.children_user + times.children_system
+
+
+def fresh_process(size: int, *, rounds: int, log: Any) -> dict[str, Any]:
+    source = OUT / f"store-{label(size)}" / "memory.db"
+    work = OUT / "cli"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    db = work / "memory.db"
+    shutil.copy(source, db)
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(OUT / "pycache")
+    env["NERVAPACK_MEMORY_DB"] = str(db)
+    for name in ("NERVAMEM_FORMAT", "NERVAMEM_TOKENIZER", "NERVAMEM_DEBUG"):
+        env.pop(name, None)
+    python = sys.executable
+    nervamem = str(Path(python).with_name("nervamem"))
+    names = workload.entity_names()
+    question = workload.queries()["question"][0]
+    commands: dict[str, list[str]] = {
+        "python -c pass": [python, "-c", "pass"],
+        'python -c "import typer"': [python, "-c", "import typer"],
+        "nervamem --version": [nervamem, "--version"],
+        "nervamem store": [
+            nervamem,
+            "store",
+            "fact",
+            "The bench run stored this fact",
+            "-e",
+            names[3],
+        ],
+        "nervamem recall": [nervamem, "recall", question, "--budget", str(BUDGET)],
+        "nervamem timeline": [nervamem, "timeline", f"{names[0]} token TTL"],
+    }
+    for argv in commands.values():  # warm-up: bytecode caches, page cache
+        for _ in range(2):
+            subprocess.run(argv, env=env, cwd=work, capture_output=True, check=True)
+    wall: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(rounds):
+        for name, argv in commands.items():
+            before = _children_cpu()
+            began = time.perf_counter()
+            subprocess.run(argv, env=env, cwd=work, capture_output=True, check=True)
+            elapsed = time.perf_counter() - began
+            wall[name].append(elapsed * 1000)
+            cpu[name].append((_children_cpu() - before) * 1000)
+    baseline = statistics.median(wall['python -c "import typer"'])
+    baseline_cpu = statistics.median(cpu['python -c "import typer"'])
+    result: dict[str, Any] = {"size": size, "rounds": rounds, "commands": {}}
+    for name in commands:
+        median = statistics.median(wall[name])
+        median_cpu = statistics.median(cpu[name])
+        result["commands"][name] = {
+            "median_ms": median,
+            "cpu_ms": median_cpu,
+            "ratio": median / baseline,
+            "cpu_ratio": median_cpu / baseline_cpu if baseline_cpu else float("nan"),
+        }
+        log(f"[cli] {name:28s} {median:7.1f} ms  x{median / baseline:.2f}")
+    shutil.rmtree(work)
+    return result
+
+
+# ---------------------------------------------------------------------------- report
+def met(value: float, limit: float) -> str:
+    return "yes" if value <= limit else "**no**"
+
+
+def render(data: dict[str, Any]) -> str:
+    m = data["machine"]
+    lines = [
+        BEGIN,
+        "## Latency",
+        "",
+        f"Measured {data['started']} with `{data['command']}` on {m['cpu']}, "
+        f"{m['cores']} cores, {m['memory']}; {m['os']}, Python {m['python']}, SQLite "
+        f"{m['sqlite']}, typer {m['typer']}, nervamem {m['nervamem']}. Load average "
+        f"{data['load_before']} before, {data['load_after']} after (other engineers share "
+        "the machine: medians of interleaved rounds).",
+        "",
+        "### Targets",
+        "",
+        "| figure | target | measured | met? |",
+        "|---|---|---|---|",
+    ]
+    fresh = data.get("fresh")
+    if fresh:
+        for name in ("nervamem recall", "nervamem store"):
+            row = fresh["commands"][name]
+            lines.append(
+                f"| fresh-process `{name.split()[1]}` / `import typer` | <= "
+                f"{TARGETS['fresh_ratio']}x | {row['ratio']:.2f}x ({row['median_ms']:.0f} ms) | "
+                f"{met(row['ratio'], TARGETS['fresh_ratio'])} |"
+            )
+    for size, latency in sorted(data["recall"].items(), key=lambda kv: int(kv[0])):
+        n = int(size)
+        p50 = latency["all"]["p50"]
+        p95 = latency["all"]["p95"]
+        if n == 100_000:
+            lines.append(
+                f"| in-process recall p50 @ 100k | <= {TARGETS['p50_100k_ms']:g} ms | "
+                f"{p50:.2f} ms | {met(p50, TARGETS['p50_100k_ms'])} |"
+            )
+        if n == 1_000_000:
+            lines.append(
+                f"| in-process recall p50 @ 1M | <= {TARGETS['p50_1m_ms']:g} ms | "
+                f"{p50:.2f} ms | {met(p50, TARGETS['p50_1m_ms'])} |"
+            )
+        lines.append(
+            f"| recall p95 / p50 @ {label(n)} | <= {TARGETS['p95_over_p50']:g}x | "
+            f"{p95 / p50:.2f}x ({p95:.2f} / {p50:.2f} ms) | "
+            f"{met(p95 / p50, TARGETS['p95_over_p50'])} |"
+        )
+        if n == 100_000:
+            slowest = latency["slowest_query"]["median"]
+            lines.append(
+                f"| slowest query (median of its runs) @ 100k | <= "
+                f"{TARGETS['slowest_100k_ms']:g} ms | {slowest:.2f} ms | "
+                f"{met(slowest, TARGETS['slowest_100k_ms'])} |"
+            )
+    for size, build_info in sorted(data["build"].items(), key=lambda kv: int(kv[0])):
+        rate = build_info["ingest_nodes_per_s"]
+        lines.append(
+            f"| bulk ingest @ {label(int(size))} | >= {TARGETS['ingest_nodes_per_s']:,.0f} "
+            f"nodes/s | {rate:,.0f} nodes/s | "
+            f"{'yes' if rate >= TARGETS['ingest_nodes_per_s'] else '**no**'} |"
+        )
+    for size, build_info in sorted(data["build"].items(), key=lambda kv: int(kv[0])):
+        lines.append(
+            f"| store size @ {label(int(size))} | reported | "
+            f"{build_info['bytes_per_node']:,.0f} bytes/node | - |"
+        )
+    if fresh:
+        lines += [
+            "",
+            f"### Fresh-process latency (store of {label(fresh['size'])} nodes, "
+            f"{fresh['rounds']} interleaved rounds)",
+            "",
+            "| command | median wall | x `import typer` | median CPU | CPU x `import typer` |",
+            "|---|---|---|---|---|",
+        ]
+        for name, row in fresh["commands"].items():
+            lines.append(
+                f"| `{name}` | {row['median_ms']:.1f} ms | {row['ratio']:.2f} | "
+                f"{row['cpu_ms']:.1f} ms | {row['cpu_ratio']:.2f} |"
+            )
+    lines += [
+        "",
+        "### In-process recall (budget 500, hot cache)",
+        "",
+        "| size | queries | p50 | p95 | max |",
+        "|---|---|---|---|---|",
+    ]
+    for size, latency in sorted(data["recall"].items(), key=lambda kv: int(kv[0])):
+        for name, stats in latency["sets"].items():
+            lines.append(
+                f"| {label(int(size))} | {name} ({len(stats['queries'])}) | "
+                f"{stats['p50']:.2f} ms | {stats['p95']:.2f} ms | {stats['max']:.2f} ms |"
+            )
+        every = latency["all"]
+        lines.append(
+            f"| {label(int(size))} | **all** | {every['p50']:.2f} ms | {every['p95']:.2f} ms | "
+            f"{every['max']:.2f} ms |"
+        )
+    lines += [
+        "",
+        "Slowest query per size (median of its runs): "
+        + "; ".join(
+            f"{label(int(size))}: {latency['slowest_query']['median']:.2f} ms "
+            f'("{latency["slowest_query"]["query"]}")'
+            for size, latency in sorted(data["recall"].items(), key=lambda kv: int(kv[0]))
+        ),
+        "",
+        "### Stores",
+        "",
+        "| size | nodes | edges | bulk ingest | store() in one batch | bytes/node | file |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for size, b in sorted(data["build"].items(), key=lambda kv: int(kv[0])):
+        reused = " (built earlier)" if b.get("reused") else ""
+        lines.append(
+            f"| {label(int(size))} | {b['nodes']:,} | {b['edges']:,} | "
+            f"{b['ingest_nodes_per_s']:,.0f} nodes/s{reused} | "
+            f"{b['store_call_nodes_per_s']:,.0f} nodes/s | {b['bytes_per_node']:,.0f} | "
+            f"{b['db_bytes'] / 1e6:,.1f} MB |"
+        )
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def write_results(section: str) -> None:
+    """Replace our section of results.md, keeping every other section as it is."""
+    text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        text = head + section.rstrip("\n") + tail
+    else:
+        marker = text.find("\n## ")
+        if marker == -1:
+            text = text.rstrip("\n") + "\n\n" + section
+        else:
+            text = text[: marker + 1] + section + "\n" + text[marker + 1 :]
+    RESULTS.write_text(text, encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10k,100k", help="comma-separated: 10k,100k,1m")
+    parser.add_argument("--repeats", type=int, default=15, help="runs of each query")
+    parser.add_argument("--rounds", type=int, default=25, help="fresh-process rounds")
+    parser.add_argument(
+        "--reference-nodes",
+        type=int,
+        default=10_000,
+        help="nodes ingested through plain store() calls, for reference",
+    )
+    parser.add_argument("--rebuild", action="store_true", help="rebuild a kept 1M store")
+    parser.add_argument("--skip-cli", action="store_true", help="no fresh-process figures")
+    parser.add_argument("--no-write", action="store_true", help="leave bench/results.md")
+    args = parser.parse_args(argv)
+    sizes = sorted({parse_size(s) for s in args.sizes.split(",") if s.strip()})
+    OUT.mkdir(exist_ok=True)
+
+    def log(message: str) -> None:
+        print(message, flush=True)
+
+    data: dict[str, Any] = {
+        "started": time.strftime("%Y-%m-%d %H:%M"),
+        "command": " ".join(["python bench/latency.py", *(sys.argv[1:] if argv is None else argv)]),
+        "machine": machine(),
+        "load_before": load_average(),
+        "build": {},
+        "recall": {},
+    }
+    for size in sizes:
+        data["build"][str(size)] = build(
+            size, rebuild=args.rebuild, reference_nodes=args.reference_nodes, log=log
+        )
+        data["recall"][str(size)] = recall_latency(size, repeats=args.repeats, log=log)
+    if not args.skip_cli:
+        cli_size = 100_000 if 100_000 in sizes else max(s for s in sizes if s <= 100_000)
+        data["fresh"] = fresh_process(cli_size, rounds=args.rounds, log=log)
+    data["load_after"] = load_average()
+    section = render(data)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    (OUT / f"latency-{stamp}.json").write_text(json.dumps(data, indent=2))
+    print()
+    print(section)
+    if not args.no_write:
+        write_results(section)
+        print(f"wrote {RESULTS.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
