@@ -16,6 +16,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from .timeparse import to_datetime
 
@@ -362,12 +363,34 @@ def _prefix_stage(
     if not prefixes:
         return
     mask, mask_params = _filters(as_of, kinds, apply_mask)
-    rows = conn.execute(
-        f"SELECT {NODE_COLUMNS}, bm25(mem_fts) AS rank FROM mem_fts "
-        "JOIN mem_nodes n ON n.seq = mem_fts.rowid "
-        f"WHERE mem_fts MATCH ? AND n.namespace = ? AND {mask} ORDER BY rank LIMIT ?",
-        [" OR ".join(_quote(key) + "*" for key in prefixes), namespace, *mask_params, PREFIX_LIMIT],
-    ).fetchall()
+    expression = " OR ".join(_quote(key) + "*" for key in prefixes)
+    # Rank in FTS5 alone, then read and mask only the best rows (more if the mask drops
+    # too many): joining mem_nodes and evaluating the mask for each of the ~10 000 rows a
+    # prefix of a common word matches cost twice the ranking itself. Ties: newest first.
+    rows: list[Any] = []
+    limit = 2 * PREFIX_LIMIT
+    while True:
+        ranked = conn.execute(
+            "SELECT rowid, rank FROM mem_fts WHERE mem_fts MATCH ? "
+            "ORDER BY rank, rowid DESC LIMIT ?",
+            (expression, limit),
+        ).fetchall()
+        rank_of = {seq: rank for seq, rank in ranked}
+        marks = ",".join("?" * len(rank_of))
+        rows = [
+            (*row, rank_of[row[8]])
+            for row in conn.execute(
+                f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.seq IN ({marks}) "
+                f"AND +n.namespace = ? AND {mask}",
+                [*rank_of, namespace, *mask_params],
+            )
+        ]
+        if len(rows) >= PREFIX_LIMIT or len(ranked) < limit:
+            break
+        limit *= 4
+    order = {seq: index for index, (seq, _) in enumerate(ranked)}
+    rows.sort(key=lambda row: order[row[8]])
+    rows = rows[:PREFIX_LIMIT]
     new_rows = [row for row in rows if row[0] not in found]
     if not new_rows:
         return
