@@ -153,9 +153,7 @@ class _Writer:
         if buffered is None:
             old = self.store._supersedable(node_id, namespace, start)
             if old in self.pending.superseded_by:
-                _check_supersedable(
-                    old, "", "", False, self.pending.superseded_by[old], start
-                )
+                _check_supersedable(old, "", "", False, self.pending.superseded_by[old], start)
             return old
         kind, _, valid_from = buffered
         _check_supersedable(
@@ -211,8 +209,10 @@ class _Writer:
         session_id = self.session(memory.session, ns)
         supersedes = memory.supersedes
         # Index 0 is a reference too: test for None, not for truth.
-        old = None if supersedes is None or supersedes == "" else self.supersedable(
-            supersedes, ns, start
+        old = (
+            None
+            if supersedes is None or supersedes == ""
+            else self.supersedable(supersedes, ns, start)
         )
         links = [
             (self.resolve(ref, ns), edge)

@@ -416,11 +416,9 @@ def expand(
     mask, mask_params = mask_sql(as_of)
     for _ in range(hops):
         inherited: dict[str, float] = {}
+        around = neighbours(conn, [parent.id for parent in frontier])
         for parent in frontier:
-            rows = conn.execute(
-                NEIGHBOURS_SQL, {"id": parent.id, "fanout": EXPANSION_FANOUT}
-            ).fetchall()
-            for (neighbour,) in rows:
+            for neighbour in around[parent.id]:
                 if neighbour in result:
                     continue
                 score = parent.relevance * EXPANSION_DECAY
@@ -436,6 +434,41 @@ def expand(
                 result[candidate.id] = candidate
         frontier.sort(key=lambda c: -c.relevance)
         frontier = frontier[:EXPANSION_SEEDS]
+    return result
+
+
+# A node with at most this many edges (every kind) has its neighbours read in one batch
+# with the other small nodes of a hop; a bigger one (entity hubs, sessions) through
+# NEIGHBOURS_SQL, which reads only its newest rows per edge kind.
+BATCH_DEGREE = 64
+
+
+def neighbours(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, list[str]]:
+    """The EXPANSION_FANOUT newest neighbours of each node over EXPANSION_EDGES, both
+    directions (what NEIGHBOURS_SQL returns for it), for a whole frontier at once: one
+    statement for the small nodes instead of one per node."""
+    degree = degrees(conn, ids)
+    small = [node_id for node_id in dict.fromkeys(ids) if degree.get(node_id, 0) <= BATCH_DEGREE]
+    found: dict[str, set[str]] = {node_id: set() for node_id in small}
+    if small:
+        marks = ",".join("?" * len(small))
+        kinds = ",".join(f"'{kind}'" for kind in EXPANSION_EDGES)
+        for node_id, neighbour in conn.execute(
+            f"SELECT src, dst FROM mem_edges WHERE src IN ({marks}) AND kind IN ({kinds}) "
+            "UNION ALL "
+            f"SELECT dst, src FROM mem_edges WHERE dst IN ({marks}) AND kind IN ({kinds})",
+            [*small, *small],
+        ):
+            found[node_id].add(neighbour)
+    result = {
+        node_id: sorted(near, reverse=True)[:EXPANSION_FANOUT] for node_id, near in found.items()
+    }
+    for node_id in ids:
+        if node_id not in result:
+            result[node_id] = [
+                row[0]
+                for row in conn.execute(NEIGHBOURS_SQL, {"id": node_id, "fanout": EXPANSION_FANOUT})
+            ]
     return result
 
 
