@@ -423,8 +423,8 @@ def crash_rounds(
     seed: int = 0,
     workers: int = 2,
     fresh: int = 2,
-    min_life: float = 0.2,
-    max_life: float = 1.5,
+    min_life: float = 0.05,
+    max_life: float = 1.0,
 ) -> tuple[RunReport, list[str]]:
     """Each round starts ``workers`` writer workers (with purges, sessions and large
     content) plus ``fresh`` one-shot ``nervamem store`` processes, and SIGKILLs all of
@@ -447,6 +447,10 @@ def crash_rounds(
             )
             for w in range(workers)
         ]
+        for proc in procs:  # kill the workers while they write, not while they import
+            assert proc.stdout is not None
+            first = proc.stdout.readline()
+            assert b'"ready"' in first, first + (proc.stderr.read() if proc.stderr else b"")
         one_shots = []
         for index in range(fresh):
             content = f"k{round_no}x{index}s{seed} killed one-shot write"

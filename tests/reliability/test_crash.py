@@ -25,7 +25,7 @@ def test_sigkill_at_random_moments_loses_nothing(
     db = tmp_path / "store" / "memory.db"
     report, problems = harness.crash_rounds(db, env=env, rounds=4, seed=seed)
     assert problems == [], f"seed {seed}: {problems}"
-    assert len(report.acknowledged) >= 10, "the scenario should have written before the kills"
+    assert len(report.acknowledged) >= 4, "the scenario should have written before the kills"
 
 
 def test_sigkill_during_purge(tmp_path: Path, env: dict[str, str], seed: int) -> None:

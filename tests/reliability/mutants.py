@@ -1,0 +1,178 @@
+"""Proof that the reliability tests can fail: break nervamem on purpose, one way at a
+time, in a throw-away copy, and see which tests catch it.
+
+    python tests/reliability/mutants.py            # every mutant (~20 min on 2 cores)
+    python tests/reliability/mutants.py purge-     # only the mutants whose name starts so
+
+Each mutant is a text replacement in a copy of the committed tree (``git archive
+HEAD``) with this folder's tests laid over it; the working tree is never touched, so
+other people working in it see nothing. The tests of ``tests/reliability`` run against
+the copy (``PYTHONPATH`` puts it before the installed package, for child processes too)
+and the failing ones are listed. The results are recorded in docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+
+# name -> [(file, old text, new text, how many occurrences to replace: 0 = all)]
+MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
+    "baseline": [],
+    "busy-timeout-0": [
+        ("nervamem/store.py", "DEFAULT_BUSY_TIMEOUT_MS = 15_000", "DEFAULT_BUSY_TIMEOUT_MS = 0", 1),
+    ],
+    "busy-timeout-env-ignored": [
+        ("nervamem/store.py", "busy_timeout_ms = _busy_timeout_from_env()",
+         "busy_timeout_ms = DEFAULT_BUSY_TIMEOUT_MS", 1),
+    ],
+    "deferred-begin": [
+        ("nervamem/store.py", 'self._conn.execute("BEGIN IMMEDIATE")', 'self._conn.execute("BEGIN")', 1),
+    ],
+    "autocommit-writes": [
+        ("nervamem/store.py", 'self._conn.execute("BEGIN IMMEDIATE")', "pass", 1),
+        ("nervamem/store.py", '            self._conn.execute("COMMIT")', "            pass", 1),
+    ],
+    "rollback-journal": [
+        ("nervamem/store.py", 'conn.execute("PRAGMA journal_mode = WAL")',
+         'conn.execute("PRAGMA journal_mode = DELETE")', 1),
+    ],
+    "journal-off": [
+        ("nervamem/store.py", 'conn.execute("PRAGMA journal_mode = WAL")',
+         'conn.execute("PRAGMA journal_mode = OFF")', 1),
+        ("nervamem/store.py", 'conn.execute("PRAGMA synchronous = FULL")',
+         'conn.execute("PRAGMA synchronous = OFF")', 1),
+    ],
+    "purge-no-secure-delete": [
+        ("nervamem/store.py", '"PRAGMA secure_delete = ON"', '"PRAGMA secure_delete = OFF"', 1),
+    ],
+    "purge-no-optimize": [
+        ("nervamem/store.py", """self._conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")""",
+         "pass", 1),
+    ],
+    "purge-no-vacuum": [
+        ("nervamem/store.py", 'self._conn.execute("VACUUM")', "pass", 1),
+    ],
+    "purge-no-secure-delete-optimize-vacuum": [
+        ("nervamem/store.py", '"PRAGMA secure_delete = ON"', '"PRAGMA secure_delete = OFF"', 1),
+        ("nervamem/store.py", """self._conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")""",
+         "pass", 1),
+        ("nervamem/store.py", 'self._conn.execute("VACUUM")', "pass", 1),
+    ],
+    "purge-no-checkpoint": [
+        ("nervamem/store.py", '            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")\n',
+         "", 1),
+        ("nervamem/store.py", 'busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]',
+         "busy = 0", 1),
+    ],
+    "purge-ignores-pinned-pages": [
+        ("nervamem/store.py", "        if busy:\n", "        if False:\n", 1),
+    ],
+    "foreign-db-switched-to-wal": [
+        ("nervamem/store.py", ' and _may_convert_to_wal(conn):', ":", 1),
+    ],
+    "read-only-not-immutable": [
+        ("nervamem/store.py", 'uri += "&immutable=1"', "pass", 1),
+    ],
+    "recall-no-namespace-filter": [
+        ("nervamem/recall.py", "AND +n.namespace = ? AND", "AND (+n.namespace = ? OR 1) AND", 0),
+        ("nervamem/recall.py", "AND n.namespace = ? AND", "AND (n.namespace = ? OR 1) AND", 0),
+    ],
+    "session-context-no-namespace-filter": [
+        ("nervamem/recall.py",
+         """f"WHERE n.seq IN ({','.join('?' * len(wanted))}) AND +n.namespace = ? AND {mask}",""",
+         """f"WHERE n.seq IN ({','.join('?' * len(wanted))}) AND (+n.namespace = ? OR 1) AND {mask}",""",
+         1),
+    ],
+    "mask-keeps-tombstoned": [
+        ("nervamem/recall.py", 'f"{alias}.tombstoned = 0 AND {alias}.valid_until IS NULL AND NOT EXISTS "',
+         'f"{alias}.tombstoned >= 0 AND {alias}.valid_until IS NULL AND NOT EXISTS "', 1),
+    ],
+    "mask-keeps-superseded": [
+        ("nervamem/recall.py", 'f"{alias}.tombstoned = 0 AND {alias}.valid_until IS NULL AND NOT EXISTS "',
+         'f"{alias}.tombstoned = 0 AND NOT EXISTS "', 1),
+        ("nervamem/recall.py", "s.dst = {alias}.id AND s.kind = 'SUPERSEDES')",
+         "s.dst = {alias}.id AND s.kind = 'NONE')", 1),
+    ],
+    "pack-no-final-trim": [
+        ("nervamem/pack.py", "        if used <= budget:\n            return chosen, text, used",
+         "        if True:\n            return chosen, text, used", 1),
+    ],
+    "query-surrogates-accepted": [
+        ("nervamem/recall_api.py", '        query.encode("utf-8")\n', "        pass\n", 1),
+    ],
+    "date-overflow-uncaught": [
+        ("nervamem/timeparse.py", "except OverflowError:", "except ZeroDivisionError:", 1),
+    ],
+    "corrupt-page-is-internal-error": [
+        ("nervamem/cli/edge.py", "if isinstance(exc, sqlite3.DatabaseError):", "if False:", 1),
+    ],
+    "bad-state-yaml-ignored": [
+        ("nervamem/state.py", 'raise StateError(f"{path} is not valid YAML ({first}); fix or delete it") from None',
+         "return {}", 1),
+    ],
+}
+
+
+def build_copy(target: Path) -> None:
+    archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    shutil.rmtree(target / "tests" / "reliability")
+    shutil.copytree(HERE, target / "tests" / "reliability",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def apply(target: Path, edits: list[tuple[str, str, str, int]]) -> None:
+    for relative, old, new, count in edits:
+        path = target / relative
+        text = path.read_text(encoding="utf-8")
+        found = text.count(old)
+        if not found or (count and found != count):
+            raise SystemExit(f"{relative}: expected {count or 'some'} of {old!r}, found {found}")
+        path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def run(name: str, edits: list[tuple[str, str, str, int]]) -> tuple[list[str], str, float]:
+    with tempfile.TemporaryDirectory(prefix=f"nervamem-mutant-{name}-") as folder:
+        target = Path(folder)
+        build_copy(target)
+        apply(target, edits)
+        env = {**os.environ, "PYTHONPATH": str(target)}
+        check = subprocess.run([sys.executable, "-c", "import nervamem; print(nervamem.__file__)"],
+                               cwd=target, env=env, capture_output=True, text=True)
+        assert check.stdout.startswith(str(target)), check.stdout + check.stderr
+        started = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider",
+             "tests/reliability"],
+            cwd=target, env=env, capture_output=True, text=True, timeout=3600,
+        )
+        failed = sorted(set(re.findall(r"^FAILED (\S+)", proc.stdout, re.M)))
+        summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr
+        return [f.replace("tests/reliability/", "") for f in failed], summary, time.monotonic() - started
+
+
+def main() -> None:
+    prefix = sys.argv[1] if len(sys.argv) > 1 else ""
+    for name, edits in MUTANTS.items():
+        if not name.startswith(prefix):
+            continue
+        failed, summary, seconds = run(name, edits)
+        verdict = "caught" if failed else ("ok" if name == "baseline" else "NOT CAUGHT")
+        print(f"## {name}: {verdict} ({seconds:.0f}s) {summary}", flush=True)
+        for test in failed:
+            print(f"   - {test}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

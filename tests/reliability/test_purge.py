@@ -1,0 +1,146 @@
+"""``forget --purge`` leaves no trace: after it, the purged text is in no byte of the
+store's files (database, WAL, shared memory), its FTS5 tokens included.
+
+Each marker is a unique word that ends in a digit, so the porter stemmer keeps it whole
+and the FTS5 index stores it verbatim. A precondition shows that the marker really sat
+in the FTS index (and, for the WAL case, only in the WAL) before the purge, so that a
+clean scan afterwards means something. A marker's first three letters are not looked
+for: FTS5 may store a term as a suffix after the prefix it shares with the term before.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nervamem import MemoryStore
+
+from . import harness
+
+Run = Callable[..., Any]
+
+
+def _marker(prefix: str = "zq") -> str:
+    return f"{prefix}{secrets.token_hex(6)}7"
+
+
+def _traces(folder: Path, *markers: str) -> dict[str, list[str]]:
+    """File name -> markers found in it, for every file in the store's folder."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(folder.iterdir()):
+        if path.is_file():
+            data = path.read_bytes()
+            hits = [m for m in markers if m[3:].encode() in data or m.upper()[3:].encode() in data]
+            if hits:
+                found[path.name] = hits
+    return found
+
+
+def _fts_blobs(db: Path) -> bytes:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return b"".join(row[0] for row in conn.execute("SELECT block FROM mem_fts_data"))
+    finally:
+        conn.close()
+
+
+def _store(cli: Run, *args: str) -> str:
+    result = cli("store", *args)
+    assert (result.exit_code, result.stderr) == (0, ""), result.stderr
+    return str(result.stdout.strip())
+
+
+def _purge(cli: Run, node_id: str) -> None:
+    result = cli("forget", node_id, "--purge", "--yes")
+    assert (result.exit_code, result.stderr) == (0, ""), result.stderr
+
+
+@pytest.fixture
+def neighbours(cli: Run, db_path: Path) -> list[str]:
+    """Other nodes around the purged one: sharing its words, its entity and session."""
+    cli("session", "start", "purge neighbours")
+    ids = [
+        _store(cli, "decision", "Chose JWT for auth alpha tokens", "-e", "AuthService",
+               "--rationale", "stateless"),
+        _store(cli, "fact", "alpha tokens last fifteen minutes", "-e", "AuthService"),
+    ]
+    with MemoryStore(db_path) as memory, memory.batch():
+        ids += [memory.store("fact", f"zebra quagga alpha filler {i}") for i in range(30)]
+    return ids
+
+
+def test_purge_leaves_no_trace_among_other_nodes(
+    cli: Run, db_path: Path, neighbours: list[str]
+) -> None:
+    content_mark, rationale_mark, entity_free_mark = _marker(), _marker("zr"), _marker("zs")
+    target = _store(
+        cli, "decision", f"secret {content_mark} alpha tokens {entity_free_mark}",
+        "-e", "AuthService", "--rationale", f"because {rationale_mark}",
+    )
+    later = _store(cli, "fact", "alpha tokens stored after the secret")
+    superseding = _store(cli, "decision", f"replacement of {content_mark[:5]} alpha",
+                         "--supersedes", target)
+    assert content_mark[3:].encode() in _fts_blobs(db_path), "precondition: the token is indexed"
+    assert _traces(db_path.parent, content_mark), "precondition: the scan sees the content"
+
+    _purge(cli, target)
+
+    assert _traces(db_path.parent, content_mark, rationale_mark, entity_free_mark) == {}
+    health = harness.inspect_store(db_path)
+    assert health.ok
+    assert target not in health.ids
+    assert {*neighbours, later, superseding} <= health.ids
+    recalled = cli("recall", "alpha tokens", "--format", "json")
+    assert recalled.exit_code == 0 and target not in recalled.stdout
+
+
+def test_purge_clears_content_that_only_the_wal_holds(
+    cli: Run, db_path: Path, neighbours: list[str]
+) -> None:
+    """Another process keeps the store open (so no checkpoint happens when a command
+    closes it): the marker is written to the WAL only, then purged."""
+    mark = _marker()
+    holder = sqlite3.connect(db_path, isolation_level=None)  # idle, no transaction
+    try:
+        holder.execute("SELECT count(*) FROM mem_nodes").fetchone()
+        target = _store(cli, "fact", f"fresh secret {mark} alpha tokens")
+        traces = _traces(db_path.parent, mark)
+        assert "memory.db-wal" in traces and "memory.db" not in traces, (
+            f"precondition: the marker is in the WAL only, found in {traces}")
+
+        _purge(cli, target)
+
+        assert _traces(db_path.parent, mark) == {}, "while the other process is still open"
+    finally:
+        holder.close()
+    assert _traces(db_path.parent, mark) == {}
+    assert harness.inspect_store(db_path).ok
+
+
+def test_purge_says_so_when_a_reader_pins_the_old_pages(
+    cli: Run, db_path: Path, neighbours: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader inside a long read transaction needs the old pages, so they cannot be
+    overwritten yet: the purge deletes the node but exits 1 and says why, instead of
+    claiming there is no trace. Once the reader is gone, the bytes are gone too."""
+    mark = _marker()
+    target = _store(cli, "fact", f"pinned secret {mark} alpha")
+    monkeypatch.setenv("NERVAMEM_BUSY_TIMEOUT_MS", "200")
+    reader = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM mem_nodes").fetchone()
+        result = cli("forget", target, "--purge", "--yes")
+        assert result.exit_code == 1 and result.stdout == ""
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "reading" in lines[0] and "deleted" in lines[0], lines
+        reader.execute("COMMIT")
+    finally:
+        reader.close()
+    assert target not in harness.inspect_store(db_path).ids
+    assert _traces(db_path.parent, mark) == {}
