@@ -221,7 +221,11 @@ def run_fresh(
     data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
     try:
         proc = subprocess.run(
-            [*NERVAMEM, *args], input=data, capture_output=True, env=env, timeout=timeout,
+            [*NERVAMEM, *args],
+            input=data,
+            capture_output=True,
+            env=env,
+            timeout=timeout,
             preexec_fn=preexec_fn,
         )
     except subprocess.TimeoutExpired as exc:
@@ -405,7 +409,7 @@ def worker_load(
         if proc.returncode not in (0, -signal.SIGKILL) or (err and not killed):
             report.records.append(Record("worker", proc.returncode, err.decode()[-2000:]))
         outputs.append((out, killed))
-    report.seconds = time.monotonic() - start_at
+    report.seconds = time.time() - start_at
     for out, killed in outputs:
         records = worker_records(out, killed=killed)
         if killed:

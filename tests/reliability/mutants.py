@@ -32,53 +32,90 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
         ("nervamem/store.py", "DEFAULT_BUSY_TIMEOUT_MS = 15_000", "DEFAULT_BUSY_TIMEOUT_MS = 0", 1),
     ],
     "busy-timeout-env-ignored": [
-        ("nervamem/store.py", "busy_timeout_ms = _busy_timeout_from_env()",
-         "busy_timeout_ms = DEFAULT_BUSY_TIMEOUT_MS", 1),
+        (
+            "nervamem/store.py",
+            "busy_timeout_ms = _busy_timeout_from_env()",
+            "busy_timeout_ms = DEFAULT_BUSY_TIMEOUT_MS",
+            1,
+        ),
     ],
     "deferred-begin": [
-        ("nervamem/store.py", 'self._conn.execute("BEGIN IMMEDIATE")', 'self._conn.execute("BEGIN")', 1),
+        (
+            "nervamem/store.py",
+            'self._conn.execute("BEGIN IMMEDIATE")',
+            'self._conn.execute("BEGIN")',
+            1,
+        ),
     ],
     "autocommit-writes": [
         ("nervamem/store.py", 'self._conn.execute("BEGIN IMMEDIATE")', "pass", 1),
         ("nervamem/store.py", '            self._conn.execute("COMMIT")', "            pass", 1),
     ],
     "rollback-journal": [
-        ("nervamem/store.py", 'conn.execute("PRAGMA journal_mode = WAL")',
-         'conn.execute("PRAGMA journal_mode = DELETE")', 1),
+        (
+            "nervamem/store.py",
+            'conn.execute("PRAGMA journal_mode = WAL")',
+            'conn.execute("PRAGMA journal_mode = DELETE")',
+            1,
+        ),
     ],
     "journal-off": [
-        ("nervamem/store.py", 'conn.execute("PRAGMA journal_mode = WAL")',
-         'conn.execute("PRAGMA journal_mode = OFF")', 1),
-        ("nervamem/store.py", 'conn.execute("PRAGMA synchronous = FULL")',
-         'conn.execute("PRAGMA synchronous = OFF")', 1),
+        (
+            "nervamem/store.py",
+            'conn.execute("PRAGMA journal_mode = WAL")',
+            'conn.execute("PRAGMA journal_mode = OFF")',
+            1,
+        ),
+        (
+            "nervamem/store.py",
+            'conn.execute("PRAGMA synchronous = FULL")',
+            'conn.execute("PRAGMA synchronous = OFF")',
+            1,
+        ),
     ],
     "purge-no-secure-delete": [
         ("nervamem/store.py", '"PRAGMA secure_delete = ON"', '"PRAGMA secure_delete = OFF"', 1),
     ],
     "purge-no-optimize": [
-        ("nervamem/store.py", """self._conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")""",
-         "pass", 1),
+        (
+            "nervamem/store.py",
+            """self._conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")""",
+            "pass",
+            1,
+        ),
     ],
     "purge-no-vacuum": [
         ("nervamem/store.py", 'self._conn.execute("VACUUM")', "pass", 1),
     ],
     "purge-no-secure-delete-optimize-vacuum": [
         ("nervamem/store.py", '"PRAGMA secure_delete = ON"', '"PRAGMA secure_delete = OFF"', 1),
-        ("nervamem/store.py", """self._conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")""",
-         "pass", 1),
+        (
+            "nervamem/store.py",
+            """self._conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")""",
+            "pass",
+            1,
+        ),
         ("nervamem/store.py", 'self._conn.execute("VACUUM")', "pass", 1),
     ],
     "purge-no-checkpoint": [
-        ("nervamem/store.py", '            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")\n',
-         "", 1),
-        ("nervamem/store.py", 'busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]',
-         "busy = 0", 1),
+        (
+            "nervamem/store.py",
+            '            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")\n',
+            "",
+            1,
+        ),
+        (
+            "nervamem/store.py",
+            'busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]',
+            "busy = 0",
+            1,
+        ),
     ],
     "purge-ignores-pinned-pages": [
         ("nervamem/store.py", "        if busy:\n", "        if False:\n", 1),
     ],
     "foreign-db-switched-to-wal": [
-        ("nervamem/store.py", ' and _may_convert_to_wal(conn):', ":", 1),
+        ("nervamem/store.py", " and _may_convert_to_wal(conn):", ":", 1),
     ],
     "read-only-not-immutable": [
         ("nervamem/store.py", 'uri += "&immutable=1"', "pass", 1),
@@ -88,24 +125,42 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
         ("nervamem/recall.py", "AND n.namespace = ? AND", "AND (n.namespace = ? OR 1) AND", 0),
     ],
     "session-context-no-namespace-filter": [
-        ("nervamem/recall.py",
-         """f"WHERE n.seq IN ({','.join('?' * len(wanted))}) AND +n.namespace = ? AND {mask}",""",
-         """f"WHERE n.seq IN ({','.join('?' * len(wanted))}) AND (+n.namespace = ? OR 1) AND {mask}",""",
-         1),
+        (
+            "nervamem/recall.py",
+            "len(wanted))}) AND +n.namespace = ? AND",
+            "len(wanted))}) AND (+n.namespace = ? OR 1) AND",
+            1,
+        ),
     ],
     "mask-keeps-tombstoned": [
-        ("nervamem/recall.py", 'f"{alias}.tombstoned = 0 AND {alias}.valid_until IS NULL AND NOT EXISTS "',
-         'f"{alias}.tombstoned >= 0 AND {alias}.valid_until IS NULL AND NOT EXISTS "', 1),
+        (
+            "nervamem/recall.py",
+            'f"{alias}.tombstoned = 0 AND {alias}.valid_until IS NULL AND NOT EXISTS "',
+            'f"{alias}.tombstoned >= 0 AND {alias}.valid_until IS NULL AND NOT EXISTS "',
+            1,
+        ),
     ],
     "mask-keeps-superseded": [
-        ("nervamem/recall.py", 'f"{alias}.tombstoned = 0 AND {alias}.valid_until IS NULL AND NOT EXISTS "',
-         'f"{alias}.tombstoned = 0 AND NOT EXISTS "', 1),
-        ("nervamem/recall.py", "s.dst = {alias}.id AND s.kind = 'SUPERSEDES')",
-         "s.dst = {alias}.id AND s.kind = 'NONE')", 1),
+        (
+            "nervamem/recall.py",
+            'f"{alias}.tombstoned = 0 AND {alias}.valid_until IS NULL AND NOT EXISTS "',
+            'f"{alias}.tombstoned = 0 AND NOT EXISTS "',
+            1,
+        ),
+        (
+            "nervamem/recall.py",
+            "s.dst = {alias}.id AND s.kind = 'SUPERSEDES')",
+            "s.dst = {alias}.id AND s.kind = 'NONE')",
+            1,
+        ),
     ],
     "pack-no-final-trim": [
-        ("nervamem/pack.py", "        if used <= budget:\n            return chosen, text, used",
-         "        if True:\n            return chosen, text, used", 1),
+        (
+            "nervamem/pack.py",
+            "        if used <= budget:\n            return chosen, text, used",
+            "        if True:\n            return chosen, text, used",
+            1,
+        ),
     ],
     "query-surrogates-accepted": [
         ("nervamem/recall_api.py", '        query.encode("utf-8")\n', "        pass\n", 1),
@@ -117,19 +172,25 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
         ("nervamem/cli/edge.py", "if isinstance(exc, sqlite3.DatabaseError):", "if False:", 1),
     ],
     "bad-state-yaml-ignored": [
-        ("nervamem/state.py", 'raise StateError(f"{path} is not valid YAML ({first}); fix or delete it") from None',
-         "return {}", 1),
+        (
+            "nervamem/state.py",
+            'raise StateError(f"{path} is not valid YAML ({first}); fix or delete it") from None',
+            "return {}",
+            1,
+        ),
     ],
 }
 
 
 def build_copy(target: Path) -> None:
-    archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, capture_output=True,
-                             check=True).stdout
+    archive = subprocess.run(
+        ["git", "archive", "HEAD"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
     shutil.rmtree(target / "tests" / "reliability")
-    shutil.copytree(HERE, target / "tests" / "reliability",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        HERE, target / "tests" / "reliability", ignore=shutil.ignore_patterns("__pycache__")
+    )
 
 
 def apply(target: Path, edits: list[tuple[str, str, str, int]]) -> None:
@@ -148,18 +209,39 @@ def run(name: str, edits: list[tuple[str, str, str, int]]) -> tuple[list[str], s
         build_copy(target)
         apply(target, edits)
         env = {**os.environ, "PYTHONPATH": str(target)}
-        check = subprocess.run([sys.executable, "-c", "import nervamem; print(nervamem.__file__)"],
-                               cwd=target, env=env, capture_output=True, text=True)
+        check = subprocess.run(
+            [sys.executable, "-c", "import nervamem; print(nervamem.__file__)"],
+            cwd=target,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         assert check.stdout.startswith(str(target)), check.stdout + check.stderr
         started = time.monotonic()
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider",
-             "tests/reliability"],
-            cwd=target, env=env, capture_output=True, text=True, timeout=3600,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-rf",
+                "-p",
+                "no:cacheprovider",
+                "tests/reliability",
+            ],
+            cwd=target,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=3600,
         )
         failed = sorted(set(re.findall(r"^FAILED (\S+)", proc.stdout, re.M)))
         summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr
-        return [f.replace("tests/reliability/", "") for f in failed], summary, time.monotonic() - started
+        return (
+            [f.replace("tests/reliability/", "") for f in failed],
+            summary,
+            time.monotonic() - started,
+        )
 
 
 def main() -> None:

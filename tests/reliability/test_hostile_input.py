@@ -68,13 +68,17 @@ def _invocation(path: list[str], command: Any) -> list[str]:
 
 
 COMMANDS = {" ".join(path): _invocation(path, cmd) for path, cmd in _leaf_commands()}
-OPTIONS = {" ".join(path): {o for p in cmd.params for o in p.opts} for path, cmd in _leaf_commands()}
+OPTIONS = {
+    " ".join(path): {o for p in cmd.params for o in p.opts} for path, cmd in _leaf_commands()
+}
 
 
 def assert_clean_error(result: Any, code: int, *, what: object = "") -> str:
     """Exit ``code``, nothing on stdout, exactly one plain line on stderr."""
     assert result.exception is None or isinstance(result.exception, SystemExit), (
-        what, result.exception)
+        what,
+        result.exception,
+    )
     assert result.exit_code == code, (what, result.exit_code, result.stdout, result.stderr)
     assert result.stdout == "", (what, result.stdout)
     lines = result.stderr.rstrip("\n").split("\n")
@@ -127,9 +131,19 @@ def seeded(seeded_template: tuple[Path, dict[str, str]], db_path: Path) -> dict[
 
 # ----------------------------------------------------------------------------- bad input
 BAD_DATES = [
-    "2026-13-01", "2026-02-30", "yesterday", "", " ", "2026-01-01T25:00", "9" * 200,
-    "0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00", "2026-01-01T00:00:00+99:00",
-    "2026-01-01\x00", "１２３４-01-01x", "--",
+    "2026-13-01",
+    "2026-02-30",
+    "yesterday",
+    "",
+    " ",
+    "2026-01-01T25:00",
+    "9" * 200,
+    "0001-01-01T00:00:00+05:00",
+    "9999-12-31T23:59:59-05:00",
+    "2026-01-01T00:00:00+99:00",
+    "2026-01-01\x00",
+    "１２３４-01-01x",
+    "--",
 ]
 BAD_BUDGETS = ["0", "-1", "-99999999999999999999", "1000001", "1" + "0" * 40, "abc", "2.5", "1"]
 
@@ -149,14 +163,22 @@ CASES: list[tuple[str, list[str], bytes | None, int]] = [
     ("stdin-truncated-utf8", ["store", "fact", "-"], b"ok \xc3", 2),
     ("stdin-overlong-utf8", ["store", "fact", "-"], b"\xc0\xaf", 2),
     ("stdin-encoded-surrogate", ["store", "decision", "-"], b"\xed\xa0\x80", 2),
-    *[(f"confidence-{v}", ["store", "fact", "x", "--confidence", v], None, 2)
-      for v in ("nan", "inf", "-inf", "-0.1", "1.5", "abc", "")],
-    *[(f"valid-from-{i}", ["store", "fact", "x", "--valid-from", v], None, 2)
-      for i, v in enumerate(BAD_DATES)],
+    *[
+        (f"confidence-{v}", ["store", "fact", "x", "--confidence", v], None, 2)
+        for v in ("nan", "inf", "-inf", "-0.1", "1.5", "abc", "")
+    ],
+    *[
+        (f"valid-from-{i}", ["store", "fact", "x", "--valid-from", v], None, 2)
+        for i, v in enumerate(BAD_DATES)
+    ],
     ("supersedes-garbage", ["store", "fact", "x", "--supersedes", "!!"], None, 2),
     ("supersedes-session", ["store", "fact", "x", "--supersedes", "{session}"], None, 2),
-    ("supersedes-earlier", ["store", "fact", "x", "--supersedes", "{fact}", "--valid-from",
-                            "2020-01-01"], None, 2),
+    (
+        "supersedes-earlier",
+        ["store", "fact", "x", "--supersedes", "{fact}", "--valid-from", "2020-01-01"],
+        None,
+        2,
+    ),
     ("rationale-on-fact", ["store", "fact", "x", "--rationale", "why"], None, 2),
     ("rejected-on-fact", ["store", "fact", "x", "--rejected", "other"], None, 2),
     ("entity-empty", ["store", "fact", "x", "-e", ""], None, 2),
@@ -210,10 +232,15 @@ CASES: list[tuple[str, list[str], bytes | None, int]] = [
 ]
 
 
-@pytest.mark.parametrize(("args", "stdin", "code"), [c[1:] for c in CASES],
-                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("args", "stdin", "code"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_bad_input_is_refused_and_changes_nothing(
-    cli: Run, db_path: Path, seeded: dict[str, str], args: list[str], stdin: bytes | None,
+    cli: Run,
+    db_path: Path,
+    seeded: dict[str, str],
+    args: list[str],
+    stdin: bytes | None,
     code: int,
 ) -> None:
     args = _fill(args, seeded)
@@ -298,9 +325,7 @@ UNUSABLE = {
 
 
 @pytest.mark.parametrize("condition", sorted(UNUSABLE))
-def test_unusable_store_every_command_exits_1(
-    cli: Run, tmp_path: Path, condition: str
-) -> None:
+def test_unusable_store_every_command_exits_1(cli: Run, tmp_path: Path, condition: str) -> None:
     """Every command, text and JSON: exit 1, one line, and not a byte changed (the
     other application's database is not even switched to WAL)."""
     folder = tmp_path / "unusable"
@@ -309,8 +334,9 @@ def test_unusable_store_every_command_exits_1(
     before = harness.tree_digest(folder)
     for name, args in COMMANDS.items():
         assert_clean_error(cli("--db", str(db), *args), 1, what=(condition, name))
-        assert_json_error(cli("--db", str(db), "--format", "json", *args), 1,
-                          what=(condition, name))
+        assert_json_error(
+            cli("--db", str(db), "--format", "json", *args), 1, what=(condition, name)
+        )
         assert harness.tree_digest(folder) == before, (condition, name)
 
 
@@ -322,8 +348,11 @@ def test_corrupt_pages_never_crash(cli: Run, tmp_path: Path) -> None:
     db = folder / "memory.db"
     with MemoryStore(db) as memory, memory.batch():
         for index in range(150):
-            memory.store("fact", f"sample content {index} " + "padding " * 40,
-                         entities=[f"Entity{index % 5}"])
+            memory.store(
+                "fact",
+                f"sample content {index} " + "padding " * 40,
+                entities=[f"Entity{index % 5}"],
+            )
     data = bytearray(db.read_bytes())
     for page in range(3, len(data) // 4096, 2):
         data[page * 4096 + 100 : page * 4096 + 300] = bytes(range(200))
@@ -411,11 +440,14 @@ def test_read_only_store(tmp_path: Path, env: dict[str, str]) -> None:
     try:
         probe = subprocess.run(
             [sys.executable, "-c", f"open({str(db)!r}, 'r+b')"],
-            preexec_fn=preexec, capture_output=True,
+            preexec_fn=preexec,
+            capture_output=True,
         )
         if probe.returncode == 0:
-            pytest.skip("cannot make the store read-only for a child process here "
-                        "(root without a way to drop CAP_DAC_OVERRIDE)")
+            pytest.skip(
+                "cannot make the store read-only for a child process here "
+                "(root without a way to drop CAP_DAC_OVERRIDE)"
+            )
         before = harness.tree_digest(folder)
         for name, args in COMMANDS.items():
             args = [a.replace("f_0", "f_") for a in args]
@@ -468,9 +500,7 @@ def test_undecodable_arguments_in_a_real_process(tmp_path: Path, env: dict[str, 
         [b"recall", b"x", b"--as-of", b"2026\xff"],
     ):
         before = harness.tree_digest(db.parent)
-        code, out, err, _ = harness.run_fresh(
-            [b"--db", str(db).encode(), *args], env=strict
-        )
+        code, out, err, _ = harness.run_fresh([b"--db", str(db).encode(), *args], env=strict)
         assert (code, out) == (2, ""), (args, code, err)
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (args, err)
         assert harness.tree_digest(db.parent) == before
@@ -478,13 +508,48 @@ def test_undecodable_arguments_in_a_real_process(tmp_path: Path, env: dict[str, 
 
 # ----------------------------------------------------------------------------- accepted text
 HOSTILE_TEXT = [
-    '"', '""', '"unbalanced quote', "it's", "'", "`", "NEAR(alpha bravo)", "alpha NEAR/2 bravo",
-    "alpha AND", "OR", "NOT", "AND OR NOT", "*", "alpha*", "^alpha", "content:alpha",
-    "mem_fts:alpha", "rank:1", "{alpha bravo}: charlie", "(", ")", "(()", "-alpha", "+alpha",
-    ":", "\\", "%", "_", "'; DROP TABLE mem_nodes; --", "emoji 😀🚀 alpha", "مرحبا بالعالم",
-    "zero\u200bwidth", "e\u0301 combining", "ﬁ ligature", "line1\nline2\r\nline3",
-    "# heading\n- [x] list", "<script>alert(1)</script>", "\u202eright-to-left override",
-    "a" * 5000, " ".join(["word"] * 3000), "\x1b[31mred\x1b[0m", "tab\tseparated",
+    '"',
+    '""',
+    '"unbalanced quote',
+    "it's",
+    "'",
+    "`",
+    "NEAR(alpha bravo)",
+    "alpha NEAR/2 bravo",
+    "alpha AND",
+    "OR",
+    "NOT",
+    "AND OR NOT",
+    "*",
+    "alpha*",
+    "^alpha",
+    "content:alpha",
+    "mem_fts:alpha",
+    "rank:1",
+    "{alpha bravo}: charlie",
+    "(",
+    ")",
+    "(()",
+    "-alpha",
+    "+alpha",
+    ":",
+    "\\",
+    "%",
+    "_",
+    "'; DROP TABLE mem_nodes; --",
+    "emoji 😀🚀 alpha",
+    "مرحبا بالعالم",
+    "zero\u200bwidth",
+    "e\u0301 combining",
+    "ﬁ ligature",
+    "line1\nline2\r\nline3",
+    "# heading\n- [x] list",
+    "<script>alert(1)</script>",
+    "\u202eright-to-left override",
+    "a" * 5000,
+    " ".join(["word"] * 3000),
+    "\x1b[31mred\x1b[0m",
+    "tab\tseparated",
 ]
 
 

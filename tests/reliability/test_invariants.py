@@ -96,8 +96,9 @@ class MemoryMachine(RuleBasedStateMachine):
             node_id
             for node_id, node in self.nodes.items()
             if (node.namespace == self.current) == same_namespace
-            and not (live_only and (node.tombstoned or node.superseded_by
-                                    or node.kind == "session"))
+            and not (
+                live_only and (node.tombstoned or node.superseded_by or node.kind == "session")
+            )
         )
 
     # ----------------------------------------------------------------- operations
@@ -107,7 +108,9 @@ class MemoryMachine(RuleBasedStateMachine):
         entities=st.lists(st.sampled_from(ENTITIES), max_size=2),
         explicit=st.none() | st.sampled_from(NAMESPACES),
     )
-    def store_node(self, kind: str, content: str, entities: list[str], explicit: str | None) -> None:
+    def store_node(
+        self, kind: str, content: str, entities: list[str], explicit: str | None
+    ) -> None:
         node_id = self.store.store(kind, content, entities=entities, namespace=explicit)
         self.nodes[node_id] = Model(namespace=explicit or self.current, kind=kind)
 
@@ -159,8 +162,9 @@ class MemoryMachine(RuleBasedStateMachine):
                 call(foreign)
             except NotFoundError:
                 continue
-            raise AssertionError(f"{foreign} of {self.nodes[foreign].namespace!r} reached "
-                                 f"from {self.current!r}")
+            raise AssertionError(
+                f"{foreign} of {self.nodes[foreign].namespace!r} reached from {self.current!r}"
+            )
 
     @rule(
         query=words,
@@ -171,13 +175,22 @@ class MemoryMachine(RuleBasedStateMachine):
         hops=st.integers(min_value=0, max_value=3),
     )
     def recall(
-        self, query: str, budget: int, explicit: str | None, minutes: int | None,
-        kinds: list[str] | None, hops: int,
+        self,
+        query: str,
+        budget: int,
+        explicit: str | None,
+        minutes: int | None,
+        kinds: list[str] | None,
+        hops: int,
     ) -> None:
         as_of = None if minutes is None else format_time(START + timedelta(minutes=minutes))
         try:
             result = self.store.recall(
-                query, budget_tokens=budget, namespace=explicit, as_of=as_of, kinds=kinds,
+                query,
+                budget_tokens=budget,
+                namespace=explicit,
+                as_of=as_of,
+                kinds=kinds,
                 hops=hops,
             )
         except BadInputError as exc:
@@ -191,7 +204,8 @@ class MemoryMachine(RuleBasedStateMachine):
             namespace, tombstoned, valid_from, valid_until = rows[item.id]
             model = self.nodes.get(item.id)
             assert namespace == ns and (model is None or model.namespace == ns), (
-                f"{item.id} of {namespace!r} leaked into a recall in {ns!r}")
+                f"{item.id} of {namespace!r} leaked into a recall in {ns!r}"
+            )
             assert not tombstoned and not (model and model.tombstoned), f"{item.id} forgotten"
             if as_of is None:
                 assert valid_until is None, f"{item.id} closed"
@@ -245,8 +259,11 @@ def test_machine_store_is_a_real_file() -> None:
     machine = MemoryMachine()
     try:
         machine.store_node("fact", "auth jwt", [], None)
-        mode = sqlite3.connect(machine.folder / "memory.db").execute(
-            "PRAGMA journal_mode").fetchone()[0]
+        mode = (
+            sqlite3.connect(machine.folder / "memory.db")
+            .execute("PRAGMA journal_mode")
+            .fetchone()[0]
+        )
         assert mode == "wal"
     finally:
         machine.teardown()

@@ -65,8 +65,15 @@ def neighbours(cli: Run, db_path: Path) -> list[str]:
     """Other nodes around the purged one: sharing its words, its entity and session."""
     cli("session", "start", "purge neighbours")
     ids = [
-        _store(cli, "decision", "Chose JWT for auth alpha tokens", "-e", "AuthService",
-               "--rationale", "stateless"),
+        _store(
+            cli,
+            "decision",
+            "Chose JWT for auth alpha tokens",
+            "-e",
+            "AuthService",
+            "--rationale",
+            "stateless",
+        ),
         _store(cli, "fact", "alpha tokens last fifteen minutes", "-e", "AuthService"),
     ]
     with MemoryStore(db_path) as memory, memory.batch():
@@ -79,12 +86,18 @@ def test_purge_leaves_no_trace_among_other_nodes(
 ) -> None:
     content_mark, rationale_mark, entity_free_mark = _marker(), _marker("zr"), _marker("zs")
     target = _store(
-        cli, "decision", f"secret {content_mark} alpha tokens {entity_free_mark}",
-        "-e", "AuthService", "--rationale", f"because {rationale_mark}",
+        cli,
+        "decision",
+        f"secret {content_mark} alpha tokens {entity_free_mark}",
+        "-e",
+        "AuthService",
+        "--rationale",
+        f"because {rationale_mark}",
     )
     later = _store(cli, "fact", "alpha tokens stored after the secret")
-    superseding = _store(cli, "decision", f"replacement of {content_mark[:5]} alpha",
-                         "--supersedes", target)
+    superseding = _store(
+        cli, "decision", f"replacement of {content_mark[:5]} alpha", "--supersedes", target
+    )
     assert content_mark[3:].encode() in _fts_blobs(db_path), "precondition: the token is indexed"
     assert _traces(db_path.parent, content_mark), "precondition: the scan sees the content"
 
@@ -111,7 +124,8 @@ def test_purge_clears_content_that_only_the_wal_holds(
         target = _store(cli, "fact", f"fresh secret {mark} alpha tokens")
         traces = _traces(db_path.parent, mark)
         assert "memory.db-wal" in traces and "memory.db" not in traces, (
-            f"precondition: the marker is in the WAL only, found in {traces}")
+            f"precondition: the marker is in the WAL only, found in {traces}"
+        )
 
         _purge(cli, target)
 

@@ -1,0 +1,207 @@
+"""The long version of the reliability tests: load, crashes, lock timeouts.
+
+    python bench/stress.py                 # the documented long run (~5 min on 2 cores)
+    python bench/stress.py --quick         # a one-minute smoke run
+    python bench/stress.py --json out.json # also write the figures as JSON
+
+It runs the same workloads as tests/reliability (tests/reliability/harness.py) with
+larger numbers and prints one Markdown table of figures - writes acknowledged, errors,
+lost writes, time, integrity - the table that docs/reliability.md records:
+
+1. fresh processes: W writer threads each run N ``nervamem store`` processes one after
+   the other while R reader threads run ``nervamem recall`` processes (default 8 x 50
+   writes, 2 x 50 recalls), all started at the same moment, on one new store;
+2. busy workers: W long-lived processes issue commands back to back through the CLI
+   entry point (stores, supersedes, forgets, purges, session starts, reading back their
+   own writes) while readers recall, time and count;
+3. crashes: rounds of busy writers and one-shot ``nervamem store`` processes, SIGKILLed
+   at random moments, the store checked after every round;
+4. lock timeouts: a writer facing a lock that is never released gives up after
+   NERVAMEM_BUSY_TIMEOUT_MS, with exit 1 and nothing written.
+
+Exit status 0 when nothing was lost and no check failed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.reliability import harness  # noqa: E402
+
+
+def _latency(report: harness.RunReport, *ops: str) -> str:
+    times = sorted(r.secs for r in report.records if r.op in ops and r.rc == 0)
+    if not times:
+        return "-"
+    p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
+    return f"{statistics.median(times) * 1000:.0f} / {p95 * 1000:.0f} / {times[-1] * 1000:.0f}"
+
+
+def _row(
+    name: str, db: Path, report: harness.RunReport, problems: list[str], extra: str = ""
+) -> dict[str, Any]:
+    health = harness.inspect_store(db)
+    acknowledged = report.acknowledged
+    lost = [p for p in problems if "missing" in p or "other content" in p]
+    errors = report.failures  # commands that failed or printed to stderr (kills excluded)
+    return {
+        "scenario": name,
+        "commands": len([r for r in report.records if r.op != "purging"]),
+        "writes_acknowledged": len(acknowledged),
+        "errors": len(errors),
+        "lost": len(lost),
+        "seconds": round(report.seconds, 1),
+        "write_latency_ms": _latency(report, "store", "supersede"),
+        "integrity": "ok" if health.ok else f"{health.integrity} / {health.fts_integrity}",
+        "problems": problems[:10],
+        "note": extra,
+    }
+
+
+def fresh_processes(folder: Path, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
+    db = folder / "fresh" / "memory.db"
+    report = harness.fresh_process_load(
+        db,
+        env=env,
+        writers=args.writers,
+        writes=args.writes,
+        readers=args.readers,
+        reads=args.reads,
+        seed=args.seed,
+    )
+    problems = harness.check_run(db, report)
+    note = f"{args.writers} writers x {args.writes} + {args.readers} readers x {args.reads}"
+    return _row("fresh processes", db, report, problems, note)
+
+
+def busy_workers(folder: Path, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
+    db = folder / "workers" / "memory.db"
+    report = harness.worker_load(
+        db,
+        env=env,
+        writers=args.writers,
+        writes=args.worker_writes,
+        readers=args.readers,
+        reads=args.worker_writes,
+        seed=args.seed,
+        verify=0.2,
+        timeout=3600,
+    )
+    problems = harness.check_run(db, report)
+    ops = {
+        op: report.count(op)
+        for op in ("store", "supersede", "forget", "purge", "session", "verify", "recall")
+    }
+    note = f"{args.writers} workers x {args.worker_writes} commands; " + ", ".join(
+        f"{k} {v}" for k, v in ops.items()
+    )
+    return _row("busy workers", db, report, problems, note)
+
+
+def crashes(folder: Path, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
+    db = folder / "crash" / "memory.db"
+    report, problems = harness.crash_rounds(
+        db, env=env, rounds=args.crash_rounds, seed=args.seed, workers=2, fresh=3
+    )
+    note = f"{args.crash_rounds} rounds of SIGKILL, 2 workers + 3 one-shot stores each"
+    return _row("SIGKILL at random moments", db, report, problems, note)
+
+
+def lock_timeouts(folder: Path, env: dict[str, str]) -> dict[str, Any]:
+    db = folder / "locked" / "memory.db"
+    code, _, err, _ = harness.run_fresh(["--db", str(db), "store", "fact", "seed"], env=env)
+    assert code == 0, err
+    before = harness.logical_dump(db)
+    report = harness.RunReport()
+    problems: list[str] = []
+    waits = []
+    with harness.write_lock_held(db):
+        for timeout_ms in (100, 1000, 3000):
+            code, out, err, secs = harness.run_fresh(
+                ["--db", str(db), "store", "fact", "must not be written"],
+                env={**env, "NERVAMEM_BUSY_TIMEOUT_MS": str(timeout_ms)},
+            )
+            waits.append(f"{timeout_ms} ms -> exit {code} after {secs:.2f} s")
+            if code != 1 or "locked" not in err or len(err.strip().splitlines()) != 1:
+                problems.append(f"timeout {timeout_ms}: exit {code}, {err!r}")
+            report.records.append(harness.Record("locked-store", code, "", secs=secs))
+    if harness.logical_dump(db) != before:
+        problems.append("a writer that gave up changed the store")
+    report.seconds = sum(r.secs for r in report.records)
+    row = _row("lock held past the busy timeout", db, report, problems, "; ".join(waits))
+    row["errors"] = len(problems)
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--writers", type=int, default=8)
+    parser.add_argument("--writes", type=int, default=50, help="stores per fresh writer")
+    parser.add_argument("--readers", type=int, default=2)
+    parser.add_argument("--reads", type=int, default=50, help="recalls per fresh reader")
+    parser.add_argument("--worker-writes", type=int, default=300)
+    parser.add_argument("--crash-rounds", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=20260703)
+    parser.add_argument("--quick", action="store_true", help="small numbers: a smoke run")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--keep", action="store_true", help="keep the stores (path printed)")
+    args = parser.parse_args()
+    if args.quick:
+        args.writers, args.writes, args.reads = 4, 8, 8
+        args.worker_writes, args.crash_rounds = 40, 5
+
+    folder = Path(tempfile.mkdtemp(prefix="nervamem-stress-"))
+    (folder / "home").mkdir()
+    env = harness.clean_env(folder / "home")
+    started = time.monotonic()
+    rows = []
+    for step in (fresh_processes, busy_workers, crashes):
+        rows.append(step(folder, env, args))
+        print(f"... {rows[-1]['scenario']}: {rows[-1]['seconds']} s", file=sys.stderr, flush=True)
+    rows.append(lock_timeouts(folder, env))
+
+    print(f"\nnervamem stress run, seed {args.seed}, {time.monotonic() - started:.0f} s in all\n")
+    print(
+        "| scenario | commands | writes acknowledged | errors | lost | time (s) | "
+        "write latency ms (median / p95 / max) | integrity |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---|---|")
+    for row in rows:
+        print(
+            f"| {row['scenario']} | {row['commands']} | {row['writes_acknowledged']} | "
+            f"{row['errors']} | {row['lost']} | {row['seconds']} | "
+            f"{row['write_latency_ms']} | {row['integrity']} |"
+        )
+    print()
+    for row in rows:
+        print(f"- {row['scenario']}: {row['note']}")
+        for problem in row["problems"]:
+            print(f"  - PROBLEM: {problem}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    if args.keep:
+        print(f"\nstores kept in {folder}")
+    else:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+    failed = any(
+        row["problems"] or row["errors"] or row["lost"] or row["integrity"] != "ok" for row in rows
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
