@@ -3,19 +3,20 @@
 Invariant (never break it): the text returned by :func:`pack` measures at most
 ``budget`` tokens under the given counter. Items are chosen greedily by score; each one
 is charged what it adds to the text: its line, its section heading if it opens one, and
-its share of the provenance footer (its ID, plus the session's line if it is the first
-item of that session). concepts.md keeps a fixed 10 % of the budget for the footer;
-charging the footer item by item keeps that room exactly as large as the footer needs,
-so no budget is left empty and no item is dropped after the fact. An item that does not
-fit is skipped and smaller ones after it may still fit. A memory whose content repeats,
-word for word, one already chosen is shown once (the best-scoring copy). The final text
-is then measured exactly and the lowest-scoring items are dropped until it fits. A
-budget that cannot hold even the empty header is refused, never exceeded.
+its session's provenance line if it is the first item of that session. concepts.md keeps
+a fixed 10 % of the budget for the footer; charging the footer item by item keeps that
+room exactly as large as the footer needs, so no budget is left empty and no item is
+dropped after the fact. An item that does not fit is skipped and smaller ones after it
+may still fit. A memory whose content repeats, word for word, one already chosen is
+shown once (the best-scoring copy). The final text is then measured exactly and the
+lowest-scoring items are dropped until it fits. A budget that cannot hold even the empty
+header is refused, never exceeded.
 
 Layout of an item line (docs/recall.md): ``- [<short id>] <valid_from date> c<confidence>
-— <content>``, confidence with as few decimals as it needs (``c1.0``, ``c0.9``,
-``c0.85``). Provenance: one line per session, ``<session short id>: <item id> <item
-id>``.
+^<n> — <content>``, confidence with as few decimals as it needs (``c1.0``, ``c0.9``,
+``c0.85``), ``^<n>`` the footnote of the item's session (none without a session).
+Provenance: one line per session, ``^<n>: <session short id>``, numbered in the order
+the items (best first) cite them.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("entity", "Entities"),
 )
 SECTION_TITLE = dict(SECTIONS)
-HEADER_QUERY_CHARS = 60
+HEADER_QUERY_CHARS = 40
 
 
 def one_line(text: str) -> str:
@@ -57,19 +58,29 @@ def confidence_label(confidence: float) -> str:
     return "c" + (text + "0" if text.endswith(".") else text)
 
 
-def item_line(item: RecallItem) -> str:
+def session_labels(items: Sequence[RecallItem]) -> dict[str, int]:
+    """Footnote number of each session: 1, 2, ... in the order items first cite it."""
+    labels: dict[str, int] = {}
+    for item in items:
+        if item.session_short_id and item.session_short_id not in labels:
+            labels[item.session_short_id] = len(labels) + 1
+    return labels
+
+
+def item_line(item: RecallItem, label: int | None = None) -> str:
+    note = f" ^{label}" if label else ""
     return (
-        f"- [{item.short_id}] {item.valid_from[:10]} {confidence_label(item.confidence)} — "
-        f"{one_line(item.content)}"
+        f"- [{item.short_id}] {item.valid_from[:10]} {confidence_label(item.confidence)}"
+        f"{note} — {one_line(item.content)}"
     )
 
 
+def provenance_line(session_short_id: str, label: int) -> str:
+    return f"^{label}: {session_short_id}"
+
+
 def provenance_lines(items: Sequence[RecallItem]) -> list[str]:
-    by_session: dict[str, list[str]] = {}
-    for item in items:
-        if item.session_short_id:
-            by_session.setdefault(item.session_short_id, []).append(item.short_id)
-    return [f"{session}: {' '.join(ids)}" for session, ids in by_session.items()]
+    return [provenance_line(session, n) for session, n in session_labels(items).items()]
 
 
 def render(
@@ -80,8 +91,13 @@ def render(
         f'## Memory recall: "{header_query(query)}" (as of {as_of_label} · '
         f"{count} item{'' if count == 1 else 's'} · {used}/{budget} tokens)"
     ]
+    labels = session_labels(items)
     for kind, title in SECTIONS:
-        section = [item_line(item) for item in items if item.kind == kind]
+        section = [
+            item_line(item, labels.get(item.session_short_id or ""))
+            for item in items
+            if item.kind == kind
+        ]
         if section:
             lines += ["", f"### {title}", *section]
     provenance = provenance_lines(items)
@@ -151,21 +167,20 @@ def pack(
     meter = _Meter(counter, empty_text + header_growth)
     chosen: list[RecallItem] = []
     kinds_present: set[str] = set()
-    sessions_present: set[str] = set()
+    labels: dict[str, int] = {}
     shown: set[str] = set()
     for item in ranked:
         text = one_line(item.content).lower()
         if text in shown:
             continue  # the same words again (a note repeated across sessions): shown once
-        piece = item_line(item) + "\n"
+        session = item.session_short_id
+        label = (labels.get(session) or len(labels) + 1) if session else None
+        piece = item_line(item, label) + "\n"
         if item.kind not in kinds_present:
             piece += f"\n### {SECTION_TITLE[item.kind]}\n"
-        session = item.session_short_id
-        if session and session in sessions_present:
-            piece += f" {item.short_id}"
-        elif session:
-            piece += f"{session}: {item.short_id}\n"
-            if not sessions_present:
+        if session and session not in labels:
+            piece += provenance_line(session, len(labels) + 1) + "\n"
+            if not labels:
                 piece += "\n### Provenance\n"
         cost = meter.cost(piece)
         if meter.tokens + cost > budget:
@@ -174,8 +189,8 @@ def pack(
         shown.add(text)
         chosen.append(item)
         kinds_present.add(item.kind)
-        if session:
-            sessions_present.add(session)
+        if session and session not in labels:
+            labels[session] = len(labels) + 1
     while True:
         text, used = _finalize(query, as_of_label, chosen, budget, counter)
         if used <= budget:

@@ -116,13 +116,37 @@ def test_item_line_and_provenance_layout(store: MemoryStore) -> None:
     result = store.recall("grpc", hops=0)
     short = {item.id: item.short_id for item in result.items}
     lines = result.markdown.splitlines()
-    assert f"- [{short[one]}] 2026-07-03 c0.9 — grpc uses http2" in lines
-    assert f"- [{short[two]}] 2026-07-03 c0.85 — use grpc between services" in lines
+    assert f"- [{short[one]}] 2026-07-03 c0.9 ^1 — grpc uses http2" in lines
+    assert f"- [{short[two]}] 2026-07-03 c0.85 ^1 — use grpc between services" in lines
     session_short = result.items[0].session_short_id
     assert session_short and session.startswith(session_short)
+    # Footnote-style provenance: the session's ID once, not every item's ID again.
     provenance = lines[lines.index("### Provenance") + 1 :]
-    ranked = " ".join(short[item.id] for item in result.items)
-    assert provenance == [f"{session_short}: {ranked}"]
+    assert provenance == [f"^1: {session_short}"]
+
+
+def test_footnotes_number_sessions_in_score_order(store: MemoryStore) -> None:
+    sessions = []
+    for n in range(3):
+        sessions.append(store.start_session(f"task {n}"))
+        store.store("fact", f"zeppelin hangar inspection {n}" + " zeppelin" * (3 - n))
+        store.end_session()
+    loose = store.store("fact", "zeppelin spotted without a session")
+    result = store.recall("zeppelin", budget_tokens=1000, hops=0)
+    labels: dict[str, int] = {}
+    for item in result.items:
+        if item.session_short_id:
+            labels.setdefault(item.session_short_id, len(labels) + 1)
+    lines = result.markdown.splitlines()
+    for item in result.items:
+        line = next(line for line in lines if line.startswith(f"- [{item.short_id}]"))
+        if item.id == loose:
+            assert "^" not in line.split(" — ")[0]
+        else:
+            assert f" ^{labels[item.session_short_id or '']} — " in line
+    provenance = lines[lines.index("### Provenance") + 1 :]
+    assert provenance == [f"^{n}: {session}" for session, n in labels.items()]
+    assert all(any(s.startswith(p.split(": ")[1]) for s in sessions) for p in provenance)
 
 
 @pytest.mark.parametrize(
@@ -164,10 +188,10 @@ def test_budget_holds_with_a_footer_line_per_session(store: MemoryStore) -> None
         assert used <= budget
         assert result.used_tokens == used
         assert f"{used}/{budget} tokens" in result.markdown.splitlines()[0]
-        listed = re.findall(r"^- \[(\S+)\]", result.markdown, re.MULTILINE)
-        footer = result.markdown.split("### Provenance\n")[-1] if listed else ""
-        for short_id in listed:
-            assert short_id in footer
+        cited = re.findall(r"^- \[\S+\] \S+ \S+ \^(\d+) — ", result.markdown, re.MULTILINE)
+        footer = result.markdown.split("### Provenance\n")[-1] if cited else ""
+        for label in cited:
+            assert re.search(rf"^\^{label}: s_", footer, re.MULTILINE)
     # The footer is charged item by item: a large budget is nearly filled.
     assert store.recall("canary rollout", budget_tokens=1000).used_tokens > 900
 
