@@ -5,17 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-STORABLE_KINDS = ("fact", "decision", "action", "outcome", "entity", "procedure", "preference")
-NODE_KINDS = ("session", *STORABLE_KINDS)
-EDGE_KINDS = (
-    "ABOUT",
-    "OCCURRED_IN",
-    "SUPERSEDES",
-    "CONTRADICTS",
-    "CAUSED",
-    "DERIVED_FROM",
-    "TOUCHES",
-)
+# The kinds live in kinds.py (cheap to import); they are re-exported here.
+from .kinds import EDGE_KINDS as EDGE_KINDS
+from .kinds import NODE_KINDS as NODE_KINDS
+from .kinds import STORABLE_KINDS as STORABLE_KINDS
 
 
 @dataclass(frozen=True)

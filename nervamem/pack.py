@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .errors import BadInputError
-from .models import RecallItem
 from .tokens import CharTokenCounter, TokenCounter
+
+if TYPE_CHECKING:  # annotations only (the markdown renderer imports one_line from here)
+    from .models import RecallItem
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("decision", "Decisions"),

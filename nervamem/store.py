@@ -33,24 +33,27 @@ from .errors import (
     StoreLockedError,
 )
 from .ids import KIND_PREFIX, RandomSource, make_id, random_bits
+from .kinds import STORABLE_KINDS
 from .locate import resolve_db_path
 from .migrations import MIGRATIONS, SCHEMA_VERSION
-from .models import (
-    STORABLE_KINDS,
-    CurrentContext,
-    ForgetResult,
-    NamespaceInfo,
-    Node,
-    RecallResult,
-    Stats,
-    TimelineItem,
-)
 from .state import State, load_state, save_state, validate_namespace
 from .timeparse import format_time, parse_time
 
 if TYPE_CHECKING:
     from .bulk import NewMemory
     from .codegraph import AnchorReport
+    from .models import (
+        CurrentContext,
+        ForgetResult,
+        NamespaceInfo,
+        Node,
+        RecallResult,
+        Stats,
+        TimelineItem,
+    )
+
+# The result classes of models.py are imported where they are built, not here: building
+# nine frozen dataclasses costs ~7 ms, and `nervamem store` returns a plain ID.
 
 Clock = Callable[[], datetime]
 DEFAULT_BUSY_TIMEOUT_MS = 15_000
@@ -68,6 +71,8 @@ def _utc_now() -> datetime:
 
 
 def _row_to_node(row: Sequence[Any]) -> Node:
+    from .models import Node
+
     return Node(
         id=row[0],
         kind=row[1],
@@ -583,11 +588,15 @@ class MemoryStore:
         # Switching resets the session so OCCURRED_IN can never cross namespaces.
         self._save_state(State(namespace=ns, session=None))
         self._namespace_override = None
+        from .models import CurrentContext
+
         return CurrentContext(namespace=ns, session=None)
 
     def current(self) -> CurrentContext:
         ns = self.namespace
         session = self.state.session if ns == self.state.namespace else None
+        from .models import CurrentContext
+
         return CurrentContext(namespace=ns, session=session)
 
     def list_namespaces(self) -> list[NamespaceInfo]:
@@ -597,10 +606,14 @@ class MemoryStore:
             ).fetchall()
         )
         counts.setdefault(self.namespace, 0)
+        from .models import NamespaceInfo
+
         return [NamespaceInfo(name=n, nodes=int(c)) for n, c in sorted(counts.items())]
 
     # ------------------------------------------------------------------ forget
     def forget(self, ref: str, *, purge: bool = False) -> ForgetResult:
+        from .models import ForgetResult
+
         node_id = self.resolve_id(ref)
         if not purge:
             with self._write():
@@ -696,6 +709,8 @@ class MemoryStore:
         return run_timeline(self, query, namespace=namespace, limit=limit)
 
     def stats(self, *, namespace: str | None = None) -> Stats:
+        from .models import Stats
+
         ns = self._ns(namespace)
         nodes = dict(
             self._conn.execute(

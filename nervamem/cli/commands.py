@@ -14,7 +14,7 @@ import typer
 
 from .. import __version__
 from ..errors import BadInputError
-from ..models import NODE_KINDS, STORABLE_KINDS
+from ..kinds import NODE_KINDS, STORABLE_KINDS
 from ..render import emit, resolve_format
 from .edge import NervamemGroup
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, is_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..models import RecallItem, RecallResult, Stats, TimelineItem
+if TYPE_CHECKING:  # annotations only: `store -f json` prints an ID without the models
+    from ..models import RecallItem, RecallResult, Stats, TimelineItem
 
 
 def _recall(result: RecallResult) -> dict[str, Any]:

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..models import CurrentContext, ForgetResult, InitResult, NamespaceInfo, Stats, TimelineItem
 from ..pack import one_line
+
+if TYPE_CHECKING:  # annotations only: `store` prints an ID without building the models
+    from ..models import (
+        CurrentContext,
+        ForgetResult,
+        InitResult,
+        NamespaceInfo,
+        Stats,
+        TimelineItem,
+    )
 
 
 def _timeline(items: list[TimelineItem]) -> str:
