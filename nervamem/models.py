@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# The kinds live in kinds.py (cheap to import); they are re-exported here.
+# The kinds live in kinds.py (cheap to import); they are re-exported here. Every class
+# has a docstring: without one, @dataclass builds one from inspect.signature (~0.2 ms).
 from .kinds import EDGE_KINDS as EDGE_KINDS
 from .kinds import NODE_KINDS as NODE_KINDS
 from .kinds import STORABLE_KINDS as STORABLE_KINDS
@@ -13,6 +14,8 @@ from .kinds import STORABLE_KINDS as STORABLE_KINDS
 
 @dataclass(frozen=True)
 class Node:
+    """A stored node, every column (``get``)."""
+
     id: str
     kind: str
     content: str
@@ -29,6 +32,8 @@ class Node:
 
 @dataclass(frozen=True)
 class RecallItem:
+    """One recalled node with its score and the four factors of it."""
+
     id: str
     short_id: str
     kind: str
@@ -49,6 +54,8 @@ class RecallItem:
 
 @dataclass(frozen=True)
 class RecallResult:
+    """What ``recall`` returns: the chosen items and their Markdown rendering."""
+
     query: str
     as_of: str | None
     budget_tokens: int
@@ -60,6 +67,8 @@ class RecallResult:
 
 @dataclass(frozen=True)
 class TimelineItem:
+    """One version in a ``timeline``, with what superseded it."""
+
     id: str
     short_id: str
     kind: str
@@ -73,24 +82,32 @@ class TimelineItem:
 
 @dataclass(frozen=True)
 class ForgetResult:
+    """What ``forget`` did."""
+
     id: str
     purged: bool
 
 
 @dataclass(frozen=True)
 class NamespaceInfo:
+    """A namespace and how many live nodes it holds."""
+
     name: str
     nodes: int
 
 
 @dataclass(frozen=True)
 class CurrentContext:
+    """The namespace and session in use."""
+
     namespace: str
     session: str | None
 
 
 @dataclass(frozen=True)
 class Stats:
+    """Counts of a namespace and the size of the store file."""
+
     namespace: str
     nodes: dict[str, int]
     edges: dict[str, int]
@@ -103,5 +120,7 @@ class Stats:
 
 @dataclass(frozen=True)
 class InitResult:
+    """Where ``init`` put the store, and whether it created it."""
+
     db_path: str
     created: bool

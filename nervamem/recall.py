@@ -91,6 +91,8 @@ NodeRow = tuple[str, str, str, str, str | None, str, float, int, int]
 
 @dataclass
 class Candidate:
+    """A node on its way through recall, with its relevance so far."""
+
     id: str
     kind: str
     content: str

@@ -27,6 +27,8 @@ _FAST_LINE = re.compile(r'^([a-z_]+): (null|"(?:[^"\\]|\\.)*")$')
 
 @dataclass(frozen=True)
 class State:
+    """The active namespace and session (state.yaml)."""
+
     namespace: str = DEFAULT_NAMESPACE
     session: str | None = None
 

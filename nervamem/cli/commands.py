@@ -43,6 +43,8 @@ app = typer.Typer(
 
 @dataclass
 class Settings:
+    """The root options, shared with every command through the context."""
+
     db: str | None = None
     namespace: str | None = None
     fmt: str | None = None
