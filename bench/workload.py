@@ -285,7 +285,8 @@ class _Generator:
             version=f"{rng.randint(1, 9)}.{rng.randint(0, 40)}.{self.version % 100}",
         )
 
-    def session(self, start: datetime) -> SessionPlan:
+    def session(self, start: datetime, minute: float = 60.0) -> SessionPlan:
+        """One session from ``start``; its memories are 1-9 ``minute`` seconds apart."""
         rng = self.rng
         focus = self.entity()
         others = [self.entity() for _ in range(3)]
@@ -299,7 +300,7 @@ class _Generator:
 
         def tick() -> datetime:
             nonlocal moment
-            moment += timedelta(minutes=rng.randint(1, 9))
+            moment += timedelta(seconds=rng.randint(1, 9) * minute)
             return moment
 
         def about() -> tuple[str, ...]:
@@ -389,15 +390,21 @@ class _Generator:
 def generate(nodes: int, seed: int = 7) -> Iterator[SessionPlan]:
     """Sessions whose nodes (sessions + memories + entities) add up to about ``nodes``."""
     gen = _Generator(seed)
-    # About 18 memories per session, + 1 session node; entities come on top (a few hundred).
+    # About 11.5 memories per session, + 1 session node; entities come on top (300).
     budget = max(nodes - ENTITY_COUNT, 20)
-    sessions = max(1, budget // 19)
+    sessions = max(1, int(budget / 12.5))
     step = SPAN_DAYS * 86400.0 / sessions
+    # Sessions follow one another (never overlap), so a memory never supersedes one that
+    # is valid from later: at 1M nodes a session gets ~11 minutes, so its memories are
+    # seconds apart instead of minutes.
+    minute = min(60.0, step / 100.0)
     produced = 0
     index = 0
+    last = START
     while produced < budget:
-        start = START + timedelta(seconds=index * step)
-        plan = gen.session(start)
+        start = max(START + timedelta(seconds=index * step), last + timedelta(seconds=minute))
+        plan = gen.session(start, minute)
+        last = plan.items[-1].valid_from if plan.items else start
         produced += 1 + len(plan.items)
         index += 1
         yield plan
