@@ -2,7 +2,7 @@
 time, in a throw-away copy, and see which tests catch it.
 
     python tests/reliability/mutants.py            # every mutant (~20 min on 2 cores)
-    python tests/reliability/mutants.py purge-     # only the mutants whose name starts so
+    python tests/reliability/mutants.py purge- mask-   # only mutants whose names start so
 
 Each mutant is a text replacement in a copy of the committed tree (``git archive
 HEAD``) with this folder's tests laid over it; the working tree is never touched, so
@@ -97,6 +97,10 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
         ),
         ("nervamem/store.py", 'self._conn.execute("VACUUM")', "pass", 1),
     ],
+    "purge-no-secure-delete-no-vacuum": [
+        ("nervamem/store.py", '"PRAGMA secure_delete = ON"', '"PRAGMA secure_delete = OFF"', 1),
+        ("nervamem/store.py", 'self._conn.execute("VACUUM")', "pass", 1),
+    ],
     "purge-no-checkpoint": [
         (
             "nervamem/store.py",
@@ -121,8 +125,8 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
         ("nervamem/store.py", 'uri += "&immutable=1"', "pass", 1),
     ],
     "recall-no-namespace-filter": [
-        ("nervamem/recall.py", "AND +n.namespace = ? AND", "AND (+n.namespace = ? OR 1) AND", 0),
-        ("nervamem/recall.py", "AND n.namespace = ? AND", "AND (n.namespace = ? OR 1) AND", 0),
+        # '+n.namespace = ?' becomes '+(n.namespace = ? OR 1)': every filter in recall.py
+        ("nervamem/recall.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
     ],
     "session-context-no-namespace-filter": [
         (
@@ -245,9 +249,9 @@ def run(name: str, edits: list[tuple[str, str, str, int]]) -> tuple[list[str], s
 
 
 def main() -> None:
-    prefix = sys.argv[1] if len(sys.argv) > 1 else ""
+    prefixes = tuple(sys.argv[1:]) or ("",)
     for name, edits in MUTANTS.items():
-        if not name.startswith(prefix):
+        if not name.startswith(prefixes):
             continue
         failed, summary, seconds = run(name, edits)
         verdict = "caught" if failed else ("ok" if name == "baseline" else "NOT CAUGHT")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -157,4 +159,49 @@ def test_purge_says_so_when_a_reader_pins_the_old_pages(
     finally:
         reader.close()
     assert target not in harness.inspect_store(db_path).ids
+    assert _traces(db_path.parent, mark) == {}
+
+
+INTERRUPTED_PURGE = """
+import os, sys
+from nervamem.cli import main
+from nervamem.store import MemoryStore
+
+def killed(self):  # as if SIGKILL landed right after the delete committed
+    os._exit(9)
+
+MemoryStore._scrub_files = killed
+main(sys.argv[1:])
+"""
+
+
+def test_purge_interrupted_before_the_scrub_leaves_no_trace_after_reopen(
+    cli: Run, db_path: Path, neighbours: list[str], env: dict[str, str]
+) -> None:
+    """The process dies after the purge's delete committed but before the checkpoint
+    and VACUUM: the node is gone (a second purge would say 'not found'), so the bytes
+    must go too, by the next command that opens the store. secure_delete is what makes
+    the delete itself overwrite the text."""
+    mark = _marker()
+    target = _store(cli, "fact", f"interrupted secret {mark} alpha tokens")
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            INTERRUPTED_PURGE,
+            "--db",
+            str(db_path),
+            "forget",
+            target,
+            "--purge",
+            "--yes",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert child.returncode == 9, child.stderr
+    assert "memory.db-wal" in {p.name for p in db_path.parent.iterdir()}, "killed mid-way"
+    health = harness.inspect_store(db_path)  # opens and closes the store: a checkpoint
+    assert health.ok and target not in health.ids
     assert _traces(db_path.parent, mark) == {}
