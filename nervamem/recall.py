@@ -13,9 +13,12 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+import string
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import chain
 from typing import Any
 
 from .timeparse import to_datetime
@@ -31,6 +34,12 @@ PREFIX_LIMIT = 50
 PREFIX_SCAN = 2000
 PREFIX_WEIGHT = 0.3
 PHRASE_BOOST = 1.5
+# Two adjacent key terms of the query at most PROXIMITY_WINDOW words apart in a memory
+# raise it by up to PROXIMITY_WEIGHT (see _proximity); a memory whose other words are
+# rare among the candidates by up to SPECIFICITY_WEIGHT (see specificity).
+PROXIMITY_WEIGHT = 1.0
+PROXIMITY_WINDOW = 2
+SPECIFICITY_WEIGHT = 2.0
 BM25_K1 = 1.2
 BM25_B = 0.75
 # Session context (see session_context).
@@ -275,6 +284,64 @@ def _common_matcher(common: list[str]) -> re.Pattern[str] | None:
     return re.compile(rf"(?<![^\W_])(?:{groups})", re.IGNORECASE)
 
 
+def words_of(text: str) -> list[str]:
+    """Lower-cased words, punctuation dropped: a cheap split (str.translate), not FTS5's."""
+    return text.lower().translate(_PUNCTUATION).split()
+
+
+_PUNCTUATION = str.maketrans(dict.fromkeys(string.punctuation, " "))
+
+
+def specificity(words: Sequence[Sequence[str]], query: Sequence[str]) -> list[float]:
+    """How specific each candidate is, 0..1: the mean rarity, among the candidates, of
+    its words that are neither stop words nor query words (log((n + 1) / df), df counted
+    in the candidate set), divided by the highest. Routine notes built from the words
+    that every note shares ("ran the X test suite", "thanks, that's great") score low; a
+    memory that says something particular about the query's topic scores high. Only the
+    candidates' own text is read: no corpus statistics, no extra query."""
+    ignored = STOPWORDS | set(query)
+    bags = [set(row).difference(ignored) for row in words]
+    n = len(bags)
+    rarity = {
+        word: math.log((n + 1) / df) for word, df in Counter(chain.from_iterable(bags)).items()
+    }
+    raw = [sum(map(rarity.__getitem__, bag)) / len(bag) if bag else 0.0 for bag in bags]
+    top = max(raw, default=0.0) or 1.0
+    return [value / top for value in raw]
+
+
+def _proximity(
+    keys: Sequence[str], idf: dict[str, float]
+) -> Callable[[Sequence[str], Sequence[str]], float]:
+    """Term proximity: for each pair of key terms adjacent in the query ("favorite book",
+    "support group"), a memory holding both within PROXIMITY_WINDOW words of each other
+    earns the pair's IDF weight; the boost is PROXIMITY_WEIGHT x earned / all pairs."""
+    roots = [_root(key) for key in keys]
+    pairs = [
+        (i, i + 1, idf.get(keys[i], 0.0) + idf.get(keys[i + 1], 0.0)) for i in range(len(keys) - 1)
+    ]
+    total = sum(weight for _, _, weight in pairs)
+    prefixes = tuple(roots)
+
+    def boost(words: Sequence[str], matched: Sequence[str]) -> float:
+        held = set(matched)
+        wanted = [p for p in pairs if keys[p[0]] in held and keys[p[1]] in held]
+        if not wanted:
+            return 0.0
+        hits = [(i, word) for i, word in enumerate(words) if word.startswith(prefixes)]
+        where = [[i for i, word in hits if word.startswith(root)] for root in roots]
+        earned = sum(
+            weight
+            for a, b, weight in wanted
+            if where[a]
+            and where[b]
+            and min(abs(x - y) for x in where[a] for y in where[b]) <= PROXIMITY_WINDOW
+        )
+        return PROXIMITY_WEIGHT * earned / total
+
+    return boost
+
+
 def _filters(
     as_of: str | None, kinds: Sequence[str] | None, apply_mask: bool
 ) -> tuple[str, list[str]]:
@@ -336,8 +403,11 @@ def _score(
         else None
     )
     finder = _common_matcher(common)
+    words = [words_of(row[2]) for row in rows]
+    specific = specificity(words, terms)
+    near = _proximity(content_terms(terms), idf)
     scored: list[tuple[float, NodeRow]] = []
-    for row in rows:
+    for row, row_words, row_specific in zip(rows, words, specific, strict=True):
         keys = matched[row[8]]
         if finder:
             found_common = {m.lastindex for m in finder.finditer(row[2]) if m.lastindex}
@@ -348,6 +418,7 @@ def _score(
             score = 1e-3  # newest rows of an all-common query that the loose match missed
         if phrase and phrase.search(row[2]):
             score *= PHRASE_BOOST
+        score *= (1 + SPECIFICITY_WEIGHT * row_specific) * (1 + near(row_words, keys))
         scored.append((score, row))
     best = max(score for score, _ in scored) or 1.0
     return {

@@ -211,3 +211,17 @@ def test_quality_bench_scoring_and_agent_set_are_deterministic() -> None:
     assert [m.content for s in first[0].sessions for m in s.memories] == [
         m.content for s in second[0].sessions for m in s.memories
     ]
+
+
+def test_specificity_prefers_a_particular_memory_over_routine_notes() -> None:
+    routine = [f"ran the {svc} test suite all tests pass".split() for svc in "abcdef"]
+    particular = "ledger appends double entry rows for every settled payment".split()
+    scores = rank.specificity([*routine, particular], ["ledger"])
+    assert scores[-1] == 1.0 > max(scores[:-1])
+
+
+def test_query_terms_near_each_other_outrank_scattered_ones(store: MemoryStore) -> None:
+    scattered = store.store("fact", "my favorite thing is a walk; the book was long")
+    near = store.store("fact", "dune is my favorite book, the walk was long")
+    items = store.recall("favorite book", hops=0).items
+    assert [item.id for item in items][:2] == [near, scattered]
