@@ -79,16 +79,23 @@ def scenario(session: str, old_fact: str) -> list[NewMemory]:
             valid_from="2026-07-01",
             session=session,
         ),
-        NewMemory("action", "Deployed JWT auth to staging", entities=["auth-service"],
-                  caused_by=[1]),
+        NewMemory(
+            "action", "Deployed JWT auth to staging", entities=["auth-service"], caused_by=[1]
+        ),
         NewMemory("outcome", "Login p95 dropped to 80 ms", caused_by=[2], derived_from=[0]),
-        NewMemory("fact", "auth tokens now last 30 minutes", supersedes=0,
-                  entities=["AuthService"]),
+        NewMemory(
+            "fact", "auth tokens now last 30 minutes", supersedes=0, entities=["AuthService"]
+        ),
         NewMemory("fact", "the old cache expiry is 5 minutes, now 10", supersedes=old_fact),
         NewMemory("entity", "TokenStore"),  # resolves to the entity created above
         NewMemory("entity", "RateLimiter"),
-        NewMemory("fact", "RateLimiter allows 100 requests per second",
-                  entities=["rate_limiter"], contradicts=[3], confidence=0.7),
+        NewMemory(
+            "fact",
+            "RateLimiter allows 100 requests per second",
+            entities=["rate_limiter"],
+            contradicts=[3],
+            confidence=0.7,
+        ),
         NewMemory("preference", "Always pin dependency versions", namespace="other"),
     ]
 
@@ -162,9 +169,7 @@ def test_supersession_rules_hold_within_one_call(store: MemoryStore) -> None:
             ]
         )
     with pytest.raises(BadInputError, match="before"):
-        store.store_many(
-            [NewMemory("fact", "too early", supersedes=old, valid_from="2026-01-01")]
-        )
+        store.store_many([NewMemory("fact", "too early", supersedes=old, valid_from="2026-01-01")])
     assert store.get(old).valid_until is None
 
 
