@@ -488,10 +488,13 @@ def expand(
     hops: int,
     as_of: str | None,
     kinds: Sequence[str] | None,
+    width: int = EXPANSION_SEEDS,
 ) -> dict[str, Candidate]:
-    """Neighbours of the best seeds, each with 0.6x its parent's relevance per hop."""
+    """Neighbours of the ``width`` best seeds (at most EXPANSION_SEEDS), each with 0.6x
+    its parent's relevance per hop; the ``width`` best neighbours seed the next hop."""
+    width = max(1, min(width, EXPANSION_SEEDS))
     result = dict(seeds)
-    frontier = sorted(seeds.values(), key=lambda c: -c.relevance)[:EXPANSION_SEEDS]
+    frontier = sorted(seeds.values(), key=lambda c: -c.relevance)[:width]
     mask, mask_params = mask_sql(as_of)
     for _ in range(hops):
         inherited: dict[str, float] = {}
@@ -512,7 +515,7 @@ def expand(
             if not kinds or candidate.kind in kinds:
                 result[candidate.id] = candidate
         frontier.sort(key=lambda c: -c.relevance)
-        frontier = frontier[:EXPANSION_SEEDS]
+        frontier = frontier[:width]
     return result
 
 

@@ -3,6 +3,7 @@ calls never import the ranking code)."""
 
 from __future__ import annotations
 
+import heapq
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
@@ -37,6 +38,18 @@ def _candidate_target(budget: int) -> int:
     # a handful, more for a larger budget. It is a fallback for a query whose words are
     # fragments of stored ones; on most queries it never runs.
     return max(3, min(50, budget // 100))
+
+
+# Tokens of a typical item line (ID, date, confidence, footnote, a sentence of content).
+ITEM_TOKENS = 30
+
+
+def _expansion_width(budget: int) -> int:
+    # Seeds per expansion hop: about as many as the budget can show items (a 500-token
+    # budget shows ~15), at most rank.EXPANSION_SEEDS. Each seed costs a neighbour read and
+    # its neighbours' rows; seeds far below what can be shown only add candidates that
+    # cannot be packed.
+    return max(5, budget // ITEM_TOKENS)
 
 
 def run_recall(
@@ -76,17 +89,40 @@ def run_recall(
     )
     if hops > 0 and found:
         found = rank.session_context(conn, ns, found, as_of=as_of_text, kinds=kinds)
-        found = rank.expand(conn, ns, found, hops=hops, as_of=as_of_text, kinds=kinds)
+        found = rank.expand(
+            conn,
+            ns,
+            found,
+            hops=hops,
+            as_of=as_of_text,
+            kinds=kinds,
+            width=_expansion_width(budget_tokens),
+        )
     # An item line costs at least ~8 tokens, so no more than ``head`` items can be
     # packed. Degrees (a hub entity has thousands of edges to count), short IDs and
     # sessions are looked up only for the best 2 x head by the other three factors;
     # connectivity (at most ~1.7x) then orders them.
     head = max(20, budget_tokens // 6)
-    partial = []
+    # Recency (a date parse) only where it can matter: it is at most 1, so a candidate
+    # whose relevance x frequency is below the 2 x head-th score computed so far cannot
+    # enter the 2 x head best. Visited by that bound, best first; the rest are skipped.
+    bounded = []
     for candidate in found.values():
-        r = rank.recency(candidate.recorded_at, reference)
         f = rank.frequency(candidate.access_count)
-        partial.append((candidate.relevance * r * f, r, f, candidate))
+        bounded.append((candidate.relevance * f, f, candidate))
+    bounded.sort(key=lambda b: -b[0])
+    partial = []
+    best: list[float] = []  # min-heap of the 2 x head best scores so far
+    for upper, f, candidate in bounded:
+        if len(best) == 2 * head and upper < best[0]:
+            break
+        r = rank.recency(candidate.recorded_at, reference)
+        score = candidate.relevance * r * f
+        partial.append((score, r, f, candidate))
+        if len(best) < 2 * head:
+            heapq.heappush(best, score)
+        elif score > best[0]:
+            heapq.heapreplace(best, score)
     partial.sort(key=lambda s: (-s[0], s[3].id))
     partial = partial[: 2 * head]
     degree = rank.degrees(conn, [p[3].id for p in partial])
