@@ -17,6 +17,7 @@ import json
 import math
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -161,7 +162,7 @@ class MemoryStore:
             if not read_only:
                 mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
                 if str(mode).lower() != "wal" and _may_convert_to_wal(conn):
-                    conn.execute("PRAGMA journal_mode = WAL")
+                    _switch_to_wal(conn, self._busy_timeout_ms)
                 # FULL: a commit that returned survives power loss, not only a crash.
                 conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -664,17 +665,28 @@ class MemoryStore:
         try:
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._conn.execute("VACUUM")
-            busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            emptied = self._truncate_wal()
         except sqlite3.Error as exc:
             raise self._store_error(exc) from None
-        if busy:
+        if not emptied:
             # A reader's snapshot still needs the old pages, so they could not be
             # overwritten yet: say so instead of claiming there is no trace left.
             raise StoreLockedError(
-                f"the node is deleted, but another process kept reading {self.path} for "
-                f"{self._busy_timeout_ms / 1000:g}s, so its old bytes stay on disk until the "
-                "last process using the store closes it"
+                f"the node is deleted, but other processes kept reading or checkpointing "
+                f"{self.path} for {self._busy_timeout_ms / 1000:g}s, so its old bytes stay on "
+                "disk until the last process using the store closes it"
             )
+
+    def _truncate_wal(self) -> bool:
+        """Checkpoint and empty the WAL; False if that stayed impossible for the busy
+        timeout. A TRUNCATE checkpoint waits for readers through the busy handler, but
+        answers 'busy' at once while another connection checkpoints: retry that."""
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000
+        while True:
+            busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            if not busy or time.monotonic() >= deadline:
+                return not busy
+            time.sleep(0.02)
 
     # ------------------------------------------------------------------ reads
     def recall(
@@ -760,6 +772,22 @@ def _may_convert_to_wal(conn: sqlite3.Connection) -> bool:
     return not conn.execute(
         "SELECT 1 FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' LIMIT 1"
     ).fetchone()
+
+
+def _switch_to_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    """PRAGMA journal_mode = WAL needs an exclusive lock, and when several processes
+    open a new store at once SQLite answers 'locked' at once instead of calling the busy
+    handler: retry until the busy timeout, as the handler would have waited."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() == "wal" or time.monotonic() >= deadline:
+                return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.01)
 
 
 def _busy_timeout_from_env() -> int:
