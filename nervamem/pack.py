@@ -22,8 +22,8 @@ the items (best first) cite them.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, cast
 
 from .errors import BadInputError
 from .tokens import CharTokenCounter, TokenCounter
@@ -43,6 +43,17 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 )
 SECTION_TITLE = dict(SECTIONS)
 HEADER_QUERY_CHARS = 40
+# The fewest characters an item's piece adds besides its content: "- [" + a short ID (at
+# least "f_" and 4 hex digits) + "] " + the 10-character date + " " + the confidence
+# (at least "c1.0") + " — " + "\n".
+MIN_PIECE_CHARS = 3 + 6 + 2 + 10 + 1 + 4 + 3 + 1
+
+
+class Draft(Protocol):
+    """What packing reads of a ranked memory before it needs the whole item."""
+
+    @property
+    def content(self) -> str: ...
 
 
 def one_line(text: str) -> str:
@@ -137,6 +148,13 @@ class _Meter:
         self._chars = len(start)
         self._tokens = counter.count(start)
 
+    def least_cost(self, chars: int) -> int | None:
+        """A lower bound of the cost of any piece of ``chars`` characters or more (None:
+        this counter gives no such bound)."""
+        if self._exact_chars:
+            return math.ceil((self._chars + chars) / 4) - self._tokens
+        return None
+
     def cost(self, piece: str) -> int:
         if self._exact_chars:
             return math.ceil((self._chars + len(piece)) / 4) - self._tokens
@@ -154,11 +172,17 @@ class _Meter:
 def pack(
     query: str,
     as_of_label: str,
-    ranked: Sequence[RecallItem],
+    ranked: Sequence[Draft],
     budget: int,
     counter: TokenCounter,
+    complete: Callable[[int], RecallItem] | None = None,
 ) -> tuple[list[RecallItem], str, int]:
-    """Choose items (highest score first) and render them within ``budget`` tokens."""
+    """Choose items (highest score first) and render them within ``budget`` tokens.
+
+    ``ranked`` holds RecallItems, or, with ``complete``, drafts: ``complete(i)`` returns
+    the whole item of ``ranked[i]``. It is called only for a draft whose content is new
+    and could still fit, so short IDs and sessions are looked up only for those; the
+    choice is the same as with every item complete."""
     empty_text, empty_used = _finalize(query, as_of_label, [], budget, counter)
     if empty_used > budget:
         raise BadInputError(
@@ -172,10 +196,15 @@ def pack(
     kinds_present: set[str] = set()
     labels: dict[str, int] = {}
     shown: set[str] = set()
-    for item in ranked:
-        text = one_line(item.content).lower()
+    for index, draft in enumerate(ranked):
+        flat = one_line(draft.content)
+        text = flat.lower()
         if text in shown:
             continue  # the same words again (a note repeated across sessions): shown once
+        least = meter.least_cost(len(flat) + MIN_PIECE_CHARS)
+        if least is not None and meter.tokens + least > budget:
+            continue  # cannot fit, whatever its ID, date and footnote
+        item = complete(index) if complete else cast("RecallItem", draft)
         session = item.session_short_id
         label = (labels.get(session) or len(labels) + 1) if session else None
         piece = item_line(item, label) + "\n"

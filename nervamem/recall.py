@@ -380,7 +380,8 @@ def _score(
     first = {
         rowid: sum(idf[k] for k in keys) * len(keys) / key_count for rowid, keys in matched.items()
     }
-    ordered = sorted(first, key=lambda r: (-first[r], -r))
+    # Best first, ties newest first: plain tuples sort without a Python key function.
+    ordered = [-r for _, r in sorted([(-score, -r) for r, score in first.items()])]
     mask, mask_params = _filters(as_of, kinds, apply_mask)
     rows: list[NodeRow] = []
     for start in range(0, len(ordered), PRE_LIMIT):

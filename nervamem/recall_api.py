@@ -40,6 +40,9 @@ def _candidate_target(budget: int) -> int:
     return max(3, min(50, budget // 100))
 
 
+# Items completed (session, short IDs) at a time when packing asks for one.
+COMPLETE_CHUNK = 16
+
 # Tokens of a typical item line (ID, date, confidence, footnote, a sentence of content).
 ITEM_TOKENS = 30
 
@@ -132,31 +135,39 @@ def run_recall(
         scored.append((score * c, r, f, c, candidate))
     scored.sort(key=lambda s: (-s[0], s[4].id))
     scored = scored[:head]
-    sessions = rank.sessions_of(conn, [s[4].id for s in scored])
-    short = store.short_ids([*(s[4].id for s in scored), *sessions.values()])
-    ranked = [
-        RecallItem(
-            id=cand.id,
-            short_id=short[cand.id],
-            kind=cand.kind,
-            content=cand.content,
-            score=round(score, 6),
-            relevance=round(cand.relevance, 6),
-            recency=round(r, 6),
-            frequency=round(f, 6),
-            connectivity=round(c, 6),
-            confidence=cand.confidence,
-            valid_from=cand.valid_from,
-            valid_until=cand.valid_until,
-            recorded_at=cand.recorded_at,
-            session_id=sessions.get(cand.id),
-            session_short_id=short[sessions[cand.id]] if cand.id in sessions else None,
-            via=cand.via,
-        )
-        for score, r, f, c, cand in scored
-    ]
+    # Sessions and short IDs (index lookups) only for what packing may show: it asks for
+    # an item when its content is new and could still fit; looked up COMPLETE_CHUNK at a time.
+    items: dict[int, RecallItem] = {}
+
+    def complete(index: int) -> RecallItem:
+        if index not in items:
+            chunk = scored[index : index + COMPLETE_CHUNK]
+            sessions = rank.sessions_of(conn, [s[4].id for s in chunk])
+            short = store.short_ids([*(s[4].id for s in chunk), *sessions.values()])
+            for offset, (score, r, f, c, cand) in enumerate(chunk, start=index):
+                items[offset] = RecallItem(
+                    id=cand.id,
+                    short_id=short[cand.id],
+                    kind=cand.kind,
+                    content=cand.content,
+                    score=round(score, 6),
+                    relevance=round(cand.relevance, 6),
+                    recency=round(r, 6),
+                    frequency=round(f, 6),
+                    connectivity=round(c, 6),
+                    confidence=cand.confidence,
+                    valid_from=cand.valid_from,
+                    valid_until=cand.valid_until,
+                    recorded_at=cand.recorded_at,
+                    session_id=sessions.get(cand.id),
+                    session_short_id=short[sessions[cand.id]] if cand.id in sessions else None,
+                    via=cand.via,
+                )
+        return items[index]
+
     as_of_label = (as_of_text or format_time(now))[:10]
-    chosen, markdown, used = pack(query, as_of_label, ranked, budget_tokens, counter)
+    drafts = [s[4] for s in scored]
+    chosen, markdown, used = pack(query, as_of_label, drafts, budget_tokens, counter, complete)
     _touch(store, [item.id for item in chosen])
     return RecallResult(
         query=query,
