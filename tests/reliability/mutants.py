@@ -51,6 +51,17 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
         ("nervamem/store.py", 'self._conn.execute("BEGIN IMMEDIATE")', "pass", 1),
         ("nervamem/store.py", '            self._conn.execute("COMMIT")', "            pass", 1),
     ],
+    "wal-switch-no-retry": [
+        (
+            "nervamem/store.py",
+            "_switch_to_wal(conn, self._busy_timeout_ms)",
+            'conn.execute("PRAGMA journal_mode = WAL")',
+            1,
+        ),
+    ],
+    "purge-checkpoint-no-retry": [
+        ("nervamem/store.py", "            time.sleep(0.02)\n", "            return not busy\n", 1),
+    ],
     "rollback-journal": [
         (
             "nervamem/store.py",

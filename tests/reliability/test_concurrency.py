@@ -8,15 +8,18 @@ docs/reliability.md); the numbers here are kept small so CI stays fast on 2 core
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import nervamem.store
 from nervamem import MemoryStore
-from nervamem.errors import StoreLockedError
+from nervamem.errors import StoreError, StoreLockedError
 from nervamem.migrations import MIGRATIONS, SCHEMA_VERSION
 
 from . import harness
@@ -193,3 +196,39 @@ def test_a_write_that_fails_half_way_leaves_nothing(
         memory.store("decision", "half written", entities=["BrandNewEntity"])
     assert harness.logical_dump(db) == before
     assert harness.inspect_store(db).ok
+
+
+def test_simultaneous_first_opens_switch_to_wal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Six connections open the same new store and all reach the switch to WAL at the
+    same instant (a barrier holds them there). SQLite refuses that switch at once with
+    'database is locked', without calling the busy handler, so the store must retry
+    it; before it did, about one open in three failed here (and now and then in the
+    fresh-process load above)."""
+    real_check = nervamem.store._may_convert_to_wal
+    failures: list[str] = []
+    for trial in range(30):
+        barrier = threading.Barrier(6, timeout=0.5)
+
+        def at_the_same_moment(conn: sqlite3.Connection, barrier: Any = barrier) -> bool:
+            result = real_check(conn)
+            with contextlib.suppress(threading.BrokenBarrierError):
+                barrier.wait()
+            return result
+
+        monkeypatch.setattr(nervamem.store, "_may_convert_to_wal", at_the_same_moment)
+        db = tmp_path / f"trial{trial}" / "memory.db"
+
+        def open_store(db: Path = db) -> None:
+            try:
+                MemoryStore(db).close()
+            except StoreError as exc:
+                failures.append(str(exc))
+
+        threads = [threading.Thread(target=open_store) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert failures == []
