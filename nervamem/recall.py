@@ -305,7 +305,8 @@ def specificity(words: Sequence[Sequence[str]], query: Sequence[str]) -> list[fl
     rarity = {
         word: math.log((n + 1) / df) for word, df in Counter(chain.from_iterable(bags)).items()
     }
-    raw = [sum(map(rarity.__getitem__, bag)) / len(bag) if bag else 0.0 for bag in bags]
+    # fsum is exact, so the result does not depend on the set's (hash-seeded) order.
+    raw = [math.fsum(map(rarity.__getitem__, bag)) / len(bag) if bag else 0.0 for bag in bags]
     top = max(raw, default=0.0) or 1.0
     return [value / top for value in raw]
 
