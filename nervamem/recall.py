@@ -211,7 +211,7 @@ def search(
     if postings:
         members = postings
     elif common:
-        members = {"": _newest_common(conn, common)}
+        members = {"": _newest_common(conn, common, namespace, _filters(as_of, kinds, apply_mask))}
     else:
         members = {}
     found = _score(
@@ -235,13 +235,23 @@ def search(
     return found
 
 
-def _newest_common(conn: sqlite3.Connection, common: list[str]) -> set[int]:
-    """Every key term is common: the newest rows that hold all of them (else any)."""
+def _newest_common(
+    conn: sqlite3.Connection,
+    common: list[str],
+    namespace: str,
+    filters: tuple[str, list[str]],
+) -> set[int]:
+    """Every key term is common: the newest rows that hold all of them (else any), among
+    the rows the namespace, mask and kinds admit (filtered here, not after the LIMIT, so
+    another namespace's newer rows cannot crowd this one's out)."""
+    mask, mask_params = filters
     rows: list[tuple[int]] = []
     for joiner in (" AND ", " OR "):
         rows = conn.execute(
-            "SELECT rowid FROM mem_fts WHERE mem_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-            (joiner.join(_quote(key) for key in common), PRE_LIMIT),
+            "SELECT mem_fts.rowid FROM mem_fts JOIN mem_nodes n ON n.seq = mem_fts.rowid "
+            f"WHERE mem_fts MATCH ? AND n.namespace = ? AND {mask} "
+            "ORDER BY mem_fts.rowid DESC LIMIT ?",
+            [joiner.join(_quote(key) for key in common), namespace, *mask_params, PRE_LIMIT],
         ).fetchall()
         if rows or len(common) == 1:
             break
@@ -450,10 +460,14 @@ def _prefix_stage(
     # 1M nodes) and bm25() over all of them cost ~50 ms; the newest PREFIX_SCAN are
     # scored instead. Then only the best are read from mem_nodes and masked (more when
     # the mask drops too many), not every match. Ties: newest first.
+    # The namespace, mask and kinds filter inside the scan, so the newest PREFIX_SCAN
+    # are this namespace's and not crowded out by another's.
     ranked = conn.execute(
-        "SELECT rowid, bm25(mem_fts) FROM mem_fts WHERE mem_fts MATCH ? "
-        "ORDER BY rowid DESC LIMIT ?",
-        (expression, PREFIX_SCAN),
+        "SELECT mem_fts.rowid, bm25(mem_fts) FROM mem_fts "
+        "JOIN mem_nodes n ON n.seq = mem_fts.rowid "
+        f"WHERE mem_fts MATCH ? AND n.namespace = ? AND {mask} "
+        "ORDER BY mem_fts.rowid DESC LIMIT ?",
+        [expression, namespace, *mask_params, PREFIX_SCAN],
     ).fetchall()
     ranked.sort(key=lambda hit: (hit[1], -hit[0]))
     rank_of = dict(ranked)

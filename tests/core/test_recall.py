@@ -224,3 +224,26 @@ def test_namespace_never_leaks_into_recall(make_store: Callable[..., MemoryStore
     for ns in ("a", "b"):
         result = store.recall("walrus", namespace=ns)
         assert {store.get(i.id, namespace=ns).namespace for i in result.items} == {ns}
+
+
+def test_common_terms_in_another_namespace_do_not_crowd_out_matches(store: MemoryStore) -> None:
+    mine = store.store("decision", "Chose postgres for the widget registry")
+    with store.batch():
+        for n in range(600):  # "widget" becomes a common term, all newer, elsewhere
+            store.store("fact", f"widget note {n}", namespace="other")
+    assert [i.id for i in store.recall("widget").items] == [mine]
+    with store.batch():
+        for n in range(200):
+            store.store("fact", f"widget more {n}", namespace="other")
+    other = store.store("decision", "widget decision over there", namespace="other")
+    store.store("fact", "widget newest note", namespace="other")
+    found = store.recall("widget", namespace="other", kinds=["decision"]).items
+    assert [i.id for i in found] == [other]
+
+
+def test_prefix_matches_of_another_namespace_do_not_crowd_out_matches(store: MemoryStore) -> None:
+    mine = store.store("fact", "gadgets are widgetized here")
+    with store.batch():
+        for n in range(2100):
+            store.store("fact", f"widgetry gadget {n}", namespace="other")
+    assert mine in [i.id for i in store.recall("widg", hops=0).items]
