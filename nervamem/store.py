@@ -449,7 +449,10 @@ class MemoryStore:
                 for ref in refs
             ]
             if kind == "entity":
+                # An existing entity is returned as is; it must not end up linked to itself.
                 node_id = self._resolve_or_create_entity(content, ns, start)
+                if node_id == old or any(target == node_id for target, _ in links):
+                    raise BadInputError(f"{node_id} cannot supersede or link to itself")
             else:
                 node_id = self._insert_node(
                     kind, content, ns, valid_from=start, confidence=float(confidence), data=data

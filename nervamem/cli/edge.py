@@ -18,14 +18,18 @@ ENV_DEBUG = "NERVAMEM_DEBUG"
 
 
 def _wants_json(args: Sequence[str]) -> bool:
+    """Whether the failed command asked for JSON: the last --format/-f wins, as in Click."""
+    chosen = os.environ.get("NERVAMEM_FORMAT", "")
     for index, arg in enumerate(args):
         if arg == "--":
             break
-        if arg == "--format" and index + 1 < len(args):
-            return args[index + 1].strip().lower() == "json"
-        if arg.startswith("--format="):
-            return arg.split("=", 1)[1].strip().lower() == "json"
-    return os.environ.get("NERVAMEM_FORMAT", "").strip().lower() == "json"
+        if arg in ("--format", "-f") and index + 1 < len(args):
+            chosen = args[index + 1]
+        elif arg.startswith("--format="):
+            chosen = arg.split("=", 1)[1]
+        elif arg.startswith("-f") and len(arg) > 2 and not arg.startswith("--"):
+            chosen = arg[2:]
+    return chosen.strip().lower() == "json"
 
 
 def report(code: str, exit_code: int, message: str, args: Sequence[str]) -> None:

@@ -9,6 +9,7 @@ def render(view: str, payload: Any) -> None:
     from rich.console import Console
     from rich.markdown import Markdown
     from rich.table import Table
+    from rich.text import Text  # user text is shown as is, never read as Rich markup
 
     from . import json as json_renderer
     from . import markdown
@@ -27,7 +28,7 @@ def render(view: str, payload: Any) -> None:
                 item.valid_from[:10],
                 item.valid_until[:10] if item.valid_until else "now",
                 item.kind,
-                item.content,
+                Text(item.content),
                 item.superseded_by_short or "",
                 style="dim" if item.superseded_by else None,
             )
@@ -38,7 +39,7 @@ def render(view: str, payload: Any) -> None:
         table.add_column("namespace")
         table.add_column("nodes", justify="right")
         for info in payload:
-            table.add_row(info.name, str(info.nodes))
+            table.add_row(Text(info.name), str(info.nodes))
         console.print(table)
         return
     document = json_renderer.to_document(view, payload)
@@ -47,7 +48,7 @@ def render(view: str, payload: Any) -> None:
         table.add_column("key", style="bold")
         table.add_column("value", overflow="fold")
         for key, value in document.items():
-            table.add_row(str(key), _cell(value))
+            table.add_row(str(key), Text(_cell(value)))
         console.print(table)
         return
     console.print(markdown.render(view, payload), end="", markup=False, highlight=False)

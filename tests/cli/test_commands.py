@@ -288,3 +288,24 @@ def test_invalid_utf8_on_stdin_is_bad_input(cli: Run) -> None:
     result = cli("store", "fact", "-", input=b"\xff\xfe bad")
     assert result.exit_code == 2
     assert "UTF-8" in result.stderr
+
+
+def test_table_shows_rich_markup_in_content_verbatim(cli: Run) -> None:
+    cli("store", "fact", "markup [/] test [bold]x[/bold]")
+    result = cli("timeline", "markup", "--format", "table", env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.stderr
+    assert "markup [/] test [bold]x[/bold]" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["store", "bogus", "x", "-f", "json"],
+        ["-fjson", "store", "bogus", "x"],
+        ["--format", "markdown", "--format=json", "store", "bogus", "x"],
+    ],
+)
+def test_json_error_line_for_every_spelling_of_the_format_option(cli: Run, args: list[str]) -> None:
+    result = cli(*args)
+    assert result.exit_code == 2
+    assert json.loads(result.stderr)["error"]["code"] == "bad_input"

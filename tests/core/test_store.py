@@ -358,3 +358,12 @@ def test_any_text_is_valid_content(store: MemoryStore) -> None:
         node_id = store.store("fact", text)
         assert store.get(node_id).content == text
     assert json.loads(json.dumps(store.stats().nodes)) == {"fact": 6}
+
+
+def test_an_entity_cannot_supersede_or_link_to_itself(store: MemoryStore) -> None:
+    entity = store.store("entity", "AuthService")
+    for option in ({"supersedes": entity}, {"derived_from": [entity]}, {"contradicts": [entity]}):
+        with pytest.raises(BadInputError, match="itself"):
+            store.store("entity", "auth_service", **option)  # type: ignore[arg-type]
+    assert store.get(entity).valid_until is None
+    assert not edges(store)
