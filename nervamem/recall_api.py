@@ -239,7 +239,8 @@ def run_timeline(
     marks = ",".join("?" * len(ids))
     rows = conn.execute(
         f"SELECT n.id, n.kind, n.content, n.valid_from, n.valid_until, n.recorded_at, "
-        f"(SELECT e.src FROM mem_edges e WHERE e.dst = n.id AND e.kind = 'SUPERSEDES' "
+        f"(SELECT e.src FROM mem_edges e JOIN mem_nodes s ON s.id = e.src "
+        f" WHERE e.dst = n.id AND e.kind = 'SUPERSEDES' AND s.tombstoned = 0 "
         f" ORDER BY e.src LIMIT 1) FROM mem_nodes n WHERE n.id IN ({marks}) "
         f"AND +n.namespace = ? AND n.tombstoned = 0 ORDER BY n.valid_from, n.recorded_at, n.id",
         [*ids, ns],

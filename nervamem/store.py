@@ -253,6 +253,11 @@ class MemoryStore:
         self._transaction_time = self._clock()
         try:
             yield
+            if self._state_pending and self._state is not None:
+                # Before COMMIT: if state.yaml cannot be written, the session it would
+                # name is rolled back with the rest and the command changes nothing.
+                save_state(self.path, self._state)
+            self._state_pending = False
             self._conn.execute("COMMIT")
         except BaseException as exc:
             if self._state_pending:  # the session it names is rolled back with the rest
@@ -268,10 +273,6 @@ class MemoryStore:
         finally:
             self._in_transaction = False
             self._transaction_time = None
-        if self._state_pending:
-            self._state_pending = False
-            if self._state is not None:
-                save_state(self.path, self._state)
 
     @contextmanager
     def batch(self) -> Iterator[MemoryStore]:
@@ -511,8 +512,11 @@ class MemoryStore:
 
     def _supersedable(self, ref: str, namespace: str, new_start: str) -> str:
         old = self.get(ref, namespace=namespace)
+        # A forgotten superseder does not count: the chain can go on from the old node.
         row = self._conn.execute(
-            "SELECT src FROM mem_edges WHERE dst = ? AND kind = 'SUPERSEDES' LIMIT 1", (old.id,)
+            "SELECT e.src FROM mem_edges e JOIN mem_nodes n ON n.id = e.src "
+            "WHERE e.dst = ? AND e.kind = 'SUPERSEDES' AND n.tombstoned = 0 LIMIT 1",
+            (old.id,),
         ).fetchone()
         _check_supersedable(
             old.id, old.kind, old.valid_from, old.tombstoned, row[0] if row else None, new_start
@@ -545,16 +549,18 @@ class MemoryStore:
             session_id = self._insert_node(
                 "session", text or f"session {now[:16].replace('T', ' ')}", ns, valid_from=now
             )
-        if ns == self.state.namespace:
-            self._save_state(State(namespace=ns, session=session_id))
+            if ns == self.state.namespace:
+                self._save_state(State(namespace=ns, session=session_id))
         return session_id
 
     def end_session(self, session: str | None = None, *, summary: str | None = None) -> str:
         if summary is not None:
             _check_text(summary, "summary")
-        ref = session or self.state.session
+        ref = session or self.current().session
         if not ref:
-            raise BadInputError("no active session: pass --session ID")
+            raise BadInputError(
+                f"no active session in namespace {self.namespace!r}: pass --session ID"
+            )
         node = self.get(ref)
         if node.kind != "session":
             raise BadInputError(f"{node.id} is a {node.kind}, not a session")
@@ -571,8 +577,8 @@ class MemoryStore:
                 "VALUES ('consolidate', ?, ?, ?)",
                 (node.id, node.namespace, now),
             )
-        if self.state.session == node.id:
-            self._save_state(State(namespace=self.state.namespace, session=None))
+            if self.state.session == node.id:
+                self._save_state(State(namespace=self.state.namespace, session=None))
         return node.id
 
     def _save_state(self, state: State) -> None:
@@ -621,10 +627,15 @@ class MemoryStore:
         node_id = self.resolve_id(ref)
         if not purge:
             with self._write():
-                self._conn.execute("UPDATE mem_nodes SET tombstoned = 1 WHERE id = ?", (node_id,))
+                self._tombstone(node_id)
+                self._forget_active_session(node_id)
             return ForgetResult(id=node_id, purged=False)
         self._purge(node_id)
         return ForgetResult(id=node_id, purged=True)
+
+    def _forget_active_session(self, node_id: str) -> None:
+        if self.state.session == node_id:
+            self._save_state(State(namespace=self.state.namespace, session=None))
 
     def _tombstone(self, node_id: str) -> None:
         """Soft delete inside an open write transaction (consolidation)."""
@@ -647,6 +658,16 @@ class MemoryStore:
                         (node_id,),
                     )
                 ]
+                # Purging a middle version keeps the chain: what superseded it now
+                # supersedes what it superseded, so the older version stays closed.
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at) "
+                    "SELECT newer.src, older.dst, 'SUPERSEDES', ? FROM mem_edges newer "
+                    "JOIN mem_edges older ON older.src = newer.dst AND older.kind = 'SUPERSEDES' "
+                    "WHERE newer.dst = ? AND newer.kind = 'SUPERSEDES'",
+                    (self._now(), node_id),
+                )
+                self._forget_active_session(node_id)
                 self._conn.execute("DELETE FROM mem_nodes WHERE id = ?", (node_id,))
                 for old in superseded:
                     self._recompute_valid_until(old)

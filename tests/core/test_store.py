@@ -367,3 +367,45 @@ def test_an_entity_cannot_supersede_or_link_to_itself(store: MemoryStore) -> Non
             store.store("entity", "auth_service", **option)  # type: ignore[arg-type]
     assert store.get(entity).valid_until is None
     assert not edges(store)
+
+
+def test_purging_a_middle_version_keeps_the_older_one_closed(store: MemoryStore) -> None:
+    a = store.store("fact", "kiwi alpha", valid_from="2026-01-01")
+    b = store.store("fact", "kiwi beta", valid_from="2026-02-01", supersedes=a)
+    c = store.store("fact", "kiwi gamma", valid_from="2026-03-01", supersedes=b)
+    store.forget(b, purge=True)
+    assert [i.id for i in store.recall("kiwi").items] == [c]
+    assert store.get(a).valid_until == "2026-03-01T00:00:00.000Z"
+    assert [t.superseded_by for t in store.timeline("kiwi")] == [c, None]
+
+
+def test_a_chain_goes_on_after_its_newest_version_is_forgotten(store: MemoryStore) -> None:
+    a = store.store("fact", "lemon v1", valid_from="2026-01-01")
+    b = store.store("fact", "lemon v2", valid_from="2026-02-01", supersedes=a)
+    store.forget(b)
+    assert store.timeline("lemon")[0].superseded_by is None
+    c = store.store("fact", "lemon v3", valid_from="2026-03-01", supersedes=a)
+    assert store.timeline("lemon")[0].superseded_by == c
+
+
+def test_forgetting_the_active_session_clears_it(store: MemoryStore) -> None:
+    session = store.start_session("doomed")
+    store.forget(session)
+    assert store.current().session is None
+    with pytest.raises(BadInputError, match="no active session"):
+        store.end_session()
+
+
+def test_a_session_whose_state_cannot_be_written_is_rolled_back(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nervamem.store as store_module
+
+    def broken(*args: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store_module, "save_state", broken)
+    with pytest.raises(OSError):
+        store.start_session("never")
+    count = store.connection.execute("SELECT count(*) FROM mem_nodes").fetchone()[0]
+    assert count == 0
