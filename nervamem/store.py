@@ -103,7 +103,7 @@ class MemoryStore:
         self.path = resolve_db_path(db_path)
         self._clock = clock or _utc_now
         self._random = random_source or random_bits
-        self._namespace_override = validate_namespace(namespace) if namespace else None
+        self._namespace_override = validate_namespace(namespace) if namespace is not None else None
         self._state: State | None = None
         self._in_transaction = False
         self._transaction_time: datetime | None = None
@@ -302,7 +302,7 @@ class MemoryStore:
         return self._namespace_override or self.state.namespace
 
     def _ns(self, namespace: str | None) -> str:
-        return validate_namespace(namespace) if namespace else self.namespace
+        return validate_namespace(namespace) if namespace is not None else self.namespace
 
     def resolve_id(self, ref: str, *, namespace: str | None = None) -> str:
         """A full ID or a unique prefix of one, within the namespace (as git resolves
@@ -595,6 +595,9 @@ class MemoryStore:
     # ------------------------------------------------------------------ namespaces
     def switch_namespace(self, name: str) -> CurrentContext:
         ns = validate_namespace(name)
+        if ns == self.state.namespace:  # staying put keeps the active session
+            self._namespace_override = None
+            return self.current()
         # Switching resets the session so OCCURRED_IN can never cross namespaces.
         self._save_state(State(namespace=ns, session=None))
         self._namespace_override = None

@@ -114,7 +114,7 @@ store_factory = _default_store_factory
 
 def _open(ctx: typer.Context, namespace: str | None = None) -> "MemoryStore":
     settings = _settings(ctx)
-    return store_factory(settings.db, namespace or settings.namespace)
+    return store_factory(settings.db, namespace if namespace is not None else settings.namespace)
 
 
 def _format(ctx: typer.Context, fmt: str | None) -> str:

@@ -409,3 +409,16 @@ def test_a_session_whose_state_cannot_be_written_is_rolled_back(
         store.start_session("never")
     count = store.connection.execute("SELECT count(*) FROM mem_nodes").fetchone()[0]
     assert count == 0
+
+
+def test_switching_to_the_current_namespace_keeps_the_session(store: MemoryStore) -> None:
+    session = store.start_session("stay")
+    assert store.switch_namespace("default").session == session
+    assert store.switch_namespace("elsewhere").session is None
+
+
+def test_an_empty_namespace_is_refused(make_store: Callable[..., MemoryStore]) -> None:
+    with pytest.raises(BadInputError, match="namespace"):
+        make_store(namespace="")
+    with pytest.raises(BadInputError, match="namespace"):
+        make_store().store("fact", "x", namespace="")
