@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+LOGS = Path(tempfile.gettempdir()) / "nervamem-mutants"  # each mutant's pytest output
 HERE = Path(__file__).resolve().parent
 
 # name -> [(file, old text, new text, how many occurrences to replace: 0 = all)]
@@ -250,6 +251,8 @@ def run(name: str, edits: list[tuple[str, str, str, int]]) -> tuple[list[str], s
             text=True,
             timeout=3600,
         )
+        LOGS.mkdir(parents=True, exist_ok=True)
+        (LOGS / f"{name}.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
         failed = sorted(set(re.findall(r"^FAILED (\S+)", proc.stdout, re.M)))
         summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr
         return (
