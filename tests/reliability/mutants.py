@@ -128,7 +128,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
         ),
     ],
     "purge-ignores-pinned-pages": [
-        ("nervamem/store.py", "        if busy:\n", "        if False:\n", 1),
+        ("nervamem/store.py", "        if not emptied:\n", "        if False:\n", 1),
     ],
     "foreign-db-switched-to-wal": [
         ("nervamem/store.py", " and _may_convert_to_wal(conn):", ":", 1),
