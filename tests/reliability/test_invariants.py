@@ -27,6 +27,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from nervamem import MemoryStore
 from nervamem.errors import BadInputError, NotFoundError
+from nervamem.models import RecallResult
 from nervamem.timeparse import format_time
 
 START = datetime(2026, 7, 3, 12, 0, tzinfo=timezone.utc)
@@ -53,6 +54,7 @@ class Clock:
 class Model:
     namespace: str
     kind: str
+    content: str = ""
     tombstoned: bool = False
     superseded_by: str | None = None
 
@@ -112,22 +114,29 @@ class MemoryMachine(RuleBasedStateMachine):
         self, kind: str, content: str, entities: list[str], explicit: str | None
     ) -> None:
         node_id = self.store.store(kind, content, entities=entities, namespace=explicit)
-        self.nodes[node_id] = Model(namespace=explicit or self.current, kind=kind)
+        ns = explicit or self.current
+        self.nodes[node_id] = Model(namespace=ns, kind=kind, content=content)
+        for other in NAMESPACES:  # its own words, asked from every other namespace
+            if other != ns:
+                assert node_id not in self._probe(content, namespace=other)
 
     @rule(title=words, explicit=st.none() | st.sampled_from(NAMESPACES))
     def start_session(self, title: str, explicit: str | None) -> None:
         """Later stores in the active namespace join it (OCCURRED_IN), which recall
         follows to neighbouring rows: rows that may belong to another namespace."""
         session_id = self.store.start_session(title, namespace=explicit)
-        self.nodes[session_id] = Model(namespace=explicit or self.current, kind="session")
+        self.nodes[session_id] = Model(
+            namespace=explicit or self.current, kind="session", content=title
+        )
 
     @precondition(lambda self: self._choices(live_only=True))
     @rule(data=st.data(), content=words)
     def supersede(self, data: st.DataObject, content: str) -> None:
         old = data.draw(st.sampled_from(self._choices(live_only=True)), label="old")
         new = self.store.store(self.nodes[old].kind, content, supersedes=old)
-        self.nodes[new] = Model(namespace=self.current, kind=self.nodes[old].kind)
+        self.nodes[new] = Model(namespace=self.current, kind=self.nodes[old].kind, content=content)
         self.nodes[old].superseded_by = new
+        assert old not in self._probe(self.nodes[old].content), "superseded, yet recalled"
 
     @precondition(lambda self: self._choices(live_only=False))
     @rule(data=st.data())
@@ -135,16 +144,21 @@ class MemoryMachine(RuleBasedStateMachine):
         node_id = data.draw(st.sampled_from(self._choices(live_only=False)), label="forget")
         assert self.store.forget(node_id).id == node_id
         self.nodes[node_id].tombstoned = True
+        assert node_id not in self._probe(self.nodes[node_id].content), "forgotten, yet recalled"
+        as_of = format_time(self.clock.now)
+        assert node_id not in self._probe(self.nodes[node_id].content, as_of=as_of)
 
     @precondition(lambda self: self._choices(live_only=False))
     @rule(data=st.data())
     def purge(self, data: st.DataObject) -> None:
         node_id = data.draw(st.sampled_from(self._choices(live_only=False)), label="purge")
         self.store.forget(node_id, purge=True)
-        del self.nodes[node_id]
-        for node in self.nodes.values():  # what it superseded is current again
+        purged = self.nodes.pop(node_id)
+        for node in self.nodes.values():
+            # The chain survives: what superseded the purged node now supersedes what it
+            # superseded; at the head of a chain, the version before becomes current.
             if node.superseded_by == node_id:
-                node.superseded_by = None
+                node.superseded_by = purged.superseded_by
 
     @rule(name=st.sampled_from(NAMESPACES))
     def switch_namespace(self, name: str) -> None:
@@ -196,9 +210,26 @@ class MemoryMachine(RuleBasedStateMachine):
         except BadInputError as exc:
             assert "too small" in str(exc), exc  # refused, never broken
             return
+        self._check_recall(result, explicit or self.current, as_of, kinds, budget)
+
+    def _probe(
+        self, query: str, *, namespace: str | None = None, as_of: str | None = None
+    ) -> set[str]:
+        """IDs a generous recall returns, after checking it like any other."""
+        result = self.store.recall(query, budget_tokens=5000, namespace=namespace, as_of=as_of)
+        self._check_recall(result, namespace or self.current, as_of, None, 5000)
+        return {item.id for item in result.items}
+
+    def _check_recall(
+        self,
+        result: RecallResult,
+        ns: str,
+        as_of: str | None,
+        kinds: list[str] | None,
+        budget: int,
+    ) -> None:
         assert math.ceil(len(result.markdown) / 4) <= budget, (budget, result.markdown)
         assert result.used_tokens <= budget
-        ns = explicit or self.current
         rows = self._db_rows([item.id for item in result.items])
         for item in result.items:
             namespace, tombstoned, valid_from, valid_until = rows[item.id]
