@@ -178,6 +178,26 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
             1,
         ),
     ],
+    "pack-no-budget-checks": [  # all three guards: lower bound, exact cost, final trim
+        (
+            "nervamem/pack.py",
+            "        if least is not None and meter.tokens + least > budget:\n",
+            "        if False:\n",
+            1,
+        ),
+        (
+            "nervamem/pack.py",
+            "        if meter.tokens + cost > budget:\n",
+            "        if False:\n",
+            1,
+        ),
+        (
+            "nervamem/pack.py",
+            "        if used <= budget:\n            return chosen, text, used",
+            "        if True:\n            return chosen, text, used",
+            1,
+        ),
+    ],
     "query-surrogates-accepted": [
         ("nervamem/recall_api.py", '        query.encode("utf-8")\n', "        pass\n", 1),
     ],

@@ -29,6 +29,7 @@ from nervamem import MemoryStore
 from nervamem.errors import BadInputError, NotFoundError
 from nervamem.models import RecallResult
 from nervamem.timeparse import format_time
+from nervamem.tokens import get_counter
 
 START = datetime(2026, 7, 3, 12, 0, tzinfo=timezone.utc)
 NAMESPACES = ("default", "alpha", "beta")
@@ -182,11 +183,12 @@ class MemoryMachine(RuleBasedStateMachine):
 
     @rule(
         query=words,
-        budget=st.integers(min_value=1, max_value=400) | st.sampled_from([500, 5000]),
+        budget=st.integers(min_value=1, max_value=120) | st.sampled_from([250, 500, 5000]),
         explicit=st.none() | st.sampled_from(NAMESPACES),
         minutes=st.none() | st.integers(min_value=-5, max_value=300),
         kinds=st.none() | st.lists(st.sampled_from(("fact", "decision", "entity")), min_size=1),
         hops=st.integers(min_value=0, max_value=3),
+        tokenizer=st.sampled_from(["char", "char", "tiktoken"]),
     )
     def recall(
         self,
@@ -196,6 +198,7 @@ class MemoryMachine(RuleBasedStateMachine):
         minutes: int | None,
         kinds: list[str] | None,
         hops: int,
+        tokenizer: str,
     ) -> None:
         as_of = None if minutes is None else format_time(START + timedelta(minutes=minutes))
         try:
@@ -206,16 +209,22 @@ class MemoryMachine(RuleBasedStateMachine):
                 as_of=as_of,
                 kinds=kinds,
                 hops=hops,
+                tokenizer=tokenizer,
             )
         except BadInputError as exc:
             assert "too small" in str(exc), exc  # refused, never broken
             return
         self._check_recall(result, explicit or self.current, as_of, kinds, budget)
+        if tokenizer == "tiktoken":  # the budget holds under the configured counter too
+            assert get_counter("tiktoken").count(result.markdown) <= budget
 
     def _probe(
         self, query: str, *, namespace: str | None = None, as_of: str | None = None
     ) -> set[str]:
-        """IDs a generous recall returns, after checking it like any other."""
+        """IDs a generous recall returns, after checking it like any other; a tight
+        recall of the same query is checked too (the budget is the invariant at stake)."""
+        tight = self.store.recall(query, budget_tokens=40, namespace=namespace, as_of=as_of)
+        self._check_recall(tight, namespace or self.current, as_of, None, 40)
         result = self.store.recall(query, budget_tokens=5000, namespace=namespace, as_of=as_of)
         self._check_recall(result, namespace or self.current, as_of, None, 5000)
         return {item.id for item in result.items}
