@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     AmbiguousIdError,
     BadInputError,
@@ -9,7 +11,9 @@ from .errors import (
     NotFoundError,
     StoreError,
 )
-from .store import MemoryStore
+
+if TYPE_CHECKING:
+    from .store import MemoryStore
 
 __version__ = "0.1.0"
 
@@ -22,3 +26,14 @@ __all__ = [
     "StoreError",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # MemoryStore is imported on first use (PEP 562): `nervamem --version` and the CLI's
+    # start-up then do not load SQLite, the state file parser and the store module.
+    if name == "MemoryStore":
+        from .store import MemoryStore
+
+        globals()["MemoryStore"] = MemoryStore
+        return MemoryStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

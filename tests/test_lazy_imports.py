@@ -93,6 +93,25 @@ def test_hot_commands_import_no_heavy_library(
     assert heavy_in(modules) == []
 
 
+# What each hot command needs of nervamem itself; everything else stays unloaded.
+NOT_LOADED = {
+    "--version": ("sqlite3", "nervamem.store", "nervamem.models"),
+    "store": ("nervamem.models", "nervamem.recall"),
+}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--version",), ("store", "fact", "deploys need bash 5", "-e", "DeployScript")],
+    ids=lambda args: args[0],
+)
+def test_hot_commands_load_only_what_they_use(
+    tmp_path: Path, seeded_store: Path, args: tuple[str, ...]
+) -> None:
+    _, modules, _ = run_fresh(tmp_path, *args)
+    assert [m for m in NOT_LOADED[args[0]] if m in modules] == []
+
+
 def test_the_probe_would_see_a_heavy_import(tmp_path: Path, seeded_store: Path) -> None:
     # The table renderer is the one place Rich is allowed: the probe must notice it.
     _, modules, _ = run_fresh(tmp_path, "stats", "--format", "table")
