@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +24,37 @@ NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 _FAST_LINE = re.compile(r'^([a-z_]+): (null|"(?:[^"\\]|\\.)*")$')
 
 
-@dataclass(frozen=True)
 class State:
-    """The active namespace and session (state.yaml)."""
+    """The active namespace and session (state.yaml). Immutable, compared by value.
 
-    namespace: str = DEFAULT_NAMESPACE
-    session: str | None = None
+    Written out rather than a frozen @dataclass, which costs ~1 ms (and the dataclasses
+    import) on every command.
+    """
+
+    __slots__ = ("namespace", "session")
+    namespace: str
+    session: str | None
+
+    def __init__(self, namespace: str = DEFAULT_NAMESPACE, session: str | None = None) -> None:
+        object.__setattr__(self, "namespace", namespace)
+        object.__setattr__(self, "session", session)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, State):
+            return NotImplemented
+        return (self.namespace, self.session) == (other.namespace, other.session)
+
+    def __hash__(self) -> int:
+        return hash((self.namespace, self.session))
+
+    def __repr__(self) -> str:
+        return f"State(namespace={self.namespace!r}, session={self.session!r})"
 
 
 def validate_namespace(name: str) -> str:

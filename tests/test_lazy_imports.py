@@ -95,8 +95,8 @@ def test_hot_commands_import_no_heavy_library(
 
 # What each hot command needs of nervamem itself; everything else stays unloaded.
 NOT_LOADED = {
-    "--version": ("sqlite3", "nervamem.store", "nervamem.models"),
-    "store": ("nervamem.models", "nervamem.recall"),
+    "--version": ("sqlite3", "dataclasses", "nervamem.store", "nervamem.models"),
+    "store": ("dataclasses", "nervamem.models", "nervamem.pack", "nervamem.recall"),
 }
 
 
@@ -110,6 +110,16 @@ def test_hot_commands_load_only_what_they_use(
 ) -> None:
     _, modules, _ = run_fresh(tmp_path, *args)
     assert [m for m in NOT_LOADED[args[0]] if m in modules] == []
+
+
+def test_state_is_an_immutable_value() -> None:
+    from nervamem.state import State
+
+    assert State() == State("default", None) and hash(State()) == hash(State("default"))
+    assert State("a", "s_1") != State("a", None)
+    assert repr(State("a", "s_1")) == "State(namespace='a', session='s_1')"
+    with pytest.raises(AttributeError):
+        State().namespace = "b"  # type: ignore[misc]
 
 
 def test_the_probe_would_see_a_heavy_import(tmp_path: Path, seeded_store: Path) -> None:

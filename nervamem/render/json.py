@@ -6,7 +6,6 @@ Keys listed in cli.md are the stable minimum: add fields, never rename or remove
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, is_dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: `store -f json` prints an ID without the models
@@ -65,6 +64,8 @@ def _timeline(items: list[TimelineItem]) -> dict[str, Any]:
 
 
 def _stats(stats: Stats) -> dict[str, Any]:
+    from dataclasses import asdict  # here: `recall`/`store -f json` never need it
+
     return asdict(stats)
 
 
@@ -79,6 +80,8 @@ def to_document(view: str, payload: Any) -> Any:
         return {"id": payload}
     if view == "ns_list":
         return {"namespaces": [{"name": n.name, "nodes": n.nodes} for n in payload]}
+    from dataclasses import asdict, is_dataclass
+
     if is_dataclass(payload) and not isinstance(payload, type):
         return asdict(payload)
     return payload

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..pack import one_line
-
 if TYPE_CHECKING:  # annotations only: `store` prints an ID without building the models
     from ..models import (
         CurrentContext,
@@ -18,6 +16,8 @@ if TYPE_CHECKING:  # annotations only: `store` prints an ID without building the
 
 
 def _timeline(items: list[TimelineItem]) -> str:
+    from ..pack import one_line  # here: `store` prints an ID without loading pack
+
     lines = [f"## Timeline ({len(items)} item{'' if len(items) == 1 else 's'})"]
     if items:
         lines.append("")
