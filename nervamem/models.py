@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import _thread
+from typing import TYPE_CHECKING, Any
 
 # The kinds live in kinds.py (cheap to import); they are re-exported here. Every class
 # has a docstring: without one, @dataclass builds one from inspect.signature (~0.2 ms).
 from .kinds import EDGE_KINDS as EDGE_KINDS
 from .kinds import NODE_KINDS as NODE_KINDS
 from .kinds import STORABLE_KINDS as STORABLE_KINDS
+
+# Building a frozen dataclass costs ~1 ms (it compiles six methods), and a CLI call is a
+# fresh process that needs one or two of these classes: `recall` builds RecallItem and
+# RecallResult, not the seven others. So each class below is made a dataclass on its
+# first use (PEP 562 __getattr__), then kept in the module; type checkers see plain
+# @dataclass classes.
+if TYPE_CHECKING:
+    from dataclasses import dataclass, field
+else:
+    _PENDING: dict[str, tuple[type, dict[str, Any]]] = {}
+    _LOCK = _thread.allocate_lock()
+
+    class _Field:
+        def __init__(self, **options: Any) -> None:
+            self.options = options
+
+    def field(**options: Any) -> Any:
+        return _Field(**options)
+
+    def dataclass(**options: Any) -> Any:
+        def register(cls: type) -> type:
+            _PENDING[cls.__name__] = (cls, options)
+            return cls
+
+        return register
 
 
 @dataclass(frozen=True)
@@ -124,3 +149,45 @@ class InitResult:
 
     db_path: str
     created: bool
+
+
+__all__ = [
+    "EDGE_KINDS",
+    "NODE_KINDS",
+    "STORABLE_KINDS",
+    "CurrentContext",
+    "ForgetResult",
+    "InitResult",
+    "NamespaceInfo",
+    "Node",
+    "RecallItem",
+    "RecallResult",
+    "Stats",
+    "TimelineItem",
+]
+
+if not TYPE_CHECKING:
+    for _name in _PENDING:
+        del globals()[_name]
+
+    def _build(name: str) -> type:
+        import dataclasses
+
+        with _LOCK:
+            built = globals().get(name)
+            if built is None:
+                cls, options = _PENDING[name]
+                for attr, value in list(vars(cls).items()):
+                    if isinstance(value, _Field):
+                        setattr(cls, attr, dataclasses.field(**value.options))
+                built = dataclasses.dataclass(**options)(cls)
+                globals()[name] = built
+        return built
+
+    def __getattr__(name: str) -> Any:
+        if name in _PENDING:
+            return _build(name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_PENDING})

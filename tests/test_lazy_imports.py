@@ -112,6 +112,53 @@ def test_hot_commands_load_only_what_they_use(
     assert [m for m in NOT_LOADED[args[0]] if m in modules] == []
 
 
+def test_recall_builds_only_the_result_classes(tmp_path: Path, seeded_store: Path) -> None:
+    # The models are made dataclasses on first use: recall needs three of nine.
+    probe = PROBE.replace(
+        '"modules": sorted(sys.modules)',
+        '"modules": sorted(sys.modules["nervamem.models"].__dict__)',
+    )
+    record = tmp_path / "names.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NERVAMEM_", "_NERVAMEM"))}
+    env["NERVAPACK_MEMORY_DB"] = str(seeded_store)
+    subprocess.run(
+        [sys.executable, "-c", probe, str(record), "recall", "auth tokens"],
+        env=env,
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    models = {"Node", "RecallItem", "RecallResult", "TimelineItem", "ForgetResult", "Stats"}
+    models |= {"NamespaceInfo", "CurrentContext", "InitResult"}
+    built = models & set(json.loads(record.read_text())["modules"])
+    assert built == {"RecallItem", "RecallResult", "TimelineItem"}
+
+
+def test_lazy_models_are_ordinary_frozen_dataclasses() -> None:
+    import dataclasses
+    import pickle
+
+    from nervamem import models
+
+    assert {"Node", "Stats", "InitResult"} <= set(dir(models))
+    node = models.Node("n_1", "fact", "x", "default", "2026", None, "2026", 1.0, False, 0, None)
+    assert dataclasses.is_dataclass(node) and node.data == {}
+    assert (
+        models.Node("n_1", "fact", "x", "default", "2026", None, "2026", 1.0, False, 0, None).data
+        is not node.data
+    )
+    assert pickle.loads(pickle.dumps(node)) == node
+    assert repr(models.ForgetResult("f_1", True)) == "ForgetResult(id='f_1', purged=True)"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        node.content = "y"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        models.NoSuchModel  # noqa: B018
+    namespace: dict[str, object] = {}
+    exec("from nervamem.models import *", namespace)
+    assert namespace["Stats"] is models.Stats
+
+
 def test_state_is_an_immutable_value() -> None:
     from nervamem.state import State
 
