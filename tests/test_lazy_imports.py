@@ -169,6 +169,18 @@ def test_state_is_an_immutable_value() -> None:
         State().namespace = "b"  # type: ignore[misc]
 
 
+def test_importing_the_cli_leaves_the_garbage_collector_as_it_was(tmp_path: Path) -> None:
+    code = (
+        "import gc, sys; gc.disable() if sys.argv[1] == 'off' else None; "
+        "import nervamem.cli; print(gc.isenabled(), gc.get_freeze_count() == 0)"
+    )
+    for state, expected in (("on", "True True"), ("off", "False True")):
+        result = subprocess.run(
+            [sys.executable, "-c", code, state], capture_output=True, text=True, check=True
+        )
+        assert result.stdout.strip() == expected
+
+
 def test_the_probe_would_see_a_heavy_import(tmp_path: Path, seeded_store: Path) -> None:
     # The table renderer is the one place Rich is allowed: the probe must notice it.
     _, modules, _ = run_fresh(tmp_path, "stats", "--format", "table")
