@@ -13,8 +13,11 @@ lowest-scoring items are dropped until it fits. A budget that cannot hold even t
 header is refused, never exceeded.
 
 Layout of an item line (docs/recall.md): ``- [<short id>] <valid_from date> c<confidence>
-^<n> — <content>``, confidence with as few decimals as it needs (``c1.0``, ``c0.9``,
-``c0.85``), ``^<n>`` the footnote of the item's session (none without a session).
+^<n> — <content>``, confidence with as few decimals as it needs (``c0.9``, ``c0.85``)
+and left out when it is full (1.0, the default: most memories), ``^<n>`` the footnote of
+the item's session (none without a session). Every character here is paid for by every
+item: at a 200-token budget these labels and the header decide whether a third or fourth
+memory fits (bench/quality.py measures it).
 Provenance: one line per session, ``^<n>: <session short id>``, numbered in the order
 the items (best first) cite them.
 """
@@ -42,11 +45,13 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("entity", "Entities"),
 )
 SECTION_TITLE = dict(SECTIONS)
-HEADER_QUERY_CHARS = 40
+# The header echoes the query's first characters only: the caller knows its query, and at
+# a 200-token budget each 16 characters of echo are 2 % of the room for memories.
+HEADER_QUERY_CHARS = 24
 # The fewest characters an item's piece adds besides its content: "- [" + a short ID (at
-# least "f_" and 4 hex digits) + "] " + the 10-character date + " " + the confidence
-# (at least "c1.0") + " — " + "\n".
-MIN_PIECE_CHARS = 3 + 6 + 2 + 10 + 1 + 4 + 3 + 1
+# least "f_" and 4 hex digits) + "] " + the 10-character date + " — " + "\n" (no
+# confidence label when it is 1.0, no footnote without a session).
+MIN_PIECE_CHARS = 3 + 6 + 2 + 10 + 3 + 1
 
 
 class Draft(Protocol):
@@ -83,10 +88,10 @@ def session_labels(items: Sequence[RecallItem]) -> dict[str, int]:
 
 def item_line(item: RecallItem, label: int | None = None) -> str:
     note = f" ^{label}" if label else ""
-    return (
-        f"- [{item.short_id}] {item.valid_from[:10]} {confidence_label(item.confidence)}"
-        f"{note} — {one_line(item.content)}"
-    )
+    # Full confidence (the default) goes without a label: it says nothing that the
+    # absence of a label does not, and would cost every item of a recall ~1.5 tokens.
+    conf = "" if item.confidence >= 1.0 else " " + confidence_label(item.confidence)
+    return f"- [{item.short_id}] {item.valid_from[:10]}{conf}{note} — {one_line(item.content)}"
 
 
 def provenance_line(session_short_id: str, label: int) -> str:

@@ -10,6 +10,7 @@ Rules a reader must not break:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sqlite3
@@ -52,6 +53,11 @@ SESSION_WEIGHT = 0.5
 EXPANSION_DECAY = 0.6
 EXPANSION_FANOUT = 8
 EXPANSION_SEEDS = 30
+# A date in the query ("on 13 October 2023", "in March 2026", "2026-03-15") raises the
+# memories valid from within it by DATE_WEIGHT (see date_spans); a day reaches
+# DATE_SLACK_DAYS either side, as what happened on a day is often written down later.
+DATE_WEIGHT = 1.0
+DATE_SLACK_DAYS = 7
 RECENCY_HALF_LIFE_DAYS = 30.0
 RECENCY_FLOOR = 0.5
 
@@ -159,6 +165,70 @@ def mask_sql(as_of: str | None, alias: str = "n") -> tuple[str, list[str]]:
     )
 
 
+_MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+@functools.cache
+def _date_forms() -> tuple[tuple[re.Pattern[str], tuple[int, int, int]], ...]:
+    """The date forms a query may use, longest first, each with the group numbers of its
+    (year, month, day); 0: the form has no such part. Compiled on first use: most
+    queries hold no digit and never need them."""
+    month = (
+        r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+        r"|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+    )
+    day = r"(\d{1,2})(?:st|nd|rd|th)?"
+    year = r"((?:19|20)\d\d)"
+    forms = (
+        (r"(?<!\d)" + year + r"-(\d\d)-(\d\d)(?!\d)", (1, 2, 3)),  # 2026-03-15
+        (r"(?<![\w-])" + month + r"\s+" + day + r",?\s+" + year + r"(?!\d)", (3, 1, 2)),
+        (r"(?<!\d)" + day + r"\s+(?:of\s+)?" + month + r",?\s+" + year + r"(?!\d)", (3, 2, 1)),
+        (r"(?<!\d)" + year + r"-(\d\d)(?![\d-])", (1, 2, 0)),  # 2026-03
+        (r"(?<![\w-])" + month + r",?\s+" + year + r"(?!\d)", (2, 1, 0)),  # March 2026
+        (r"(?<![\w.:/-])" + year + r"(?![\w.:/-])", (1, 0, 0)),  # in 2026
+    )
+    return tuple((re.compile(pattern, re.IGNORECASE), groups) for pattern, groups in forms)
+
+
+def date_spans(query: str) -> list[tuple[str, str]]:
+    """The periods a query names, as (first, last) days ("YYYY-MM-DD"): a day, widened
+    by DATE_SLACK_DAYS either side (what happened on a day is often written down a few
+    days later, or was planned before), a month or a year. English month names; no
+    relative dates ("last week" depends on when the memory was written, not asked).
+    Text read as a longer date is not read again as a shorter one: "13 October 2023" is
+    one day, not also the year 2023."""
+    if not any(character.isdigit() for character in query):
+        return []
+    from datetime import date, timedelta
+
+    spans: list[tuple[str, str]] = []
+    taken: list[tuple[int, int]] = []
+    for pattern, (y, m, d) in _date_forms():
+        for match in pattern.finditer(query):
+            if any(a < match.end() and match.start() < b for a, b in taken):
+                continue
+            year = int(match[y])
+            month = 1
+            if m:
+                name = match[m].lower()
+                month = int(name) if name.isdigit() else _MONTH_NAMES.index(name[:3]) + 1
+            try:
+                if d:
+                    slack = timedelta(days=DATE_SLACK_DAYS)
+                    named = date(year, month, int(match[d]))
+                    first, last = named - slack, named + slack
+                elif m:
+                    first = date(year, month, 1)
+                    last = date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)
+                else:
+                    first, last = date(year, 1, 1), date(year, 12, 31)
+            except ValueError:  # 2026-13-45, 31 February
+                continue
+            taken.append(match.span())
+            spans.append((first.isoformat(), last.isoformat()))
+    return spans
+
+
 def _idf(total: int, df: int) -> float:
     return math.log((total - df + 0.5) / (df + 0.5) + 1.0)
 
@@ -225,6 +295,7 @@ def search(
         as_of=as_of,
         kinds=kinds,
         apply_mask=apply_mask,
+        spans=date_spans(query),
     )
     if len(found) < want:
         # Not for common terms: FTS5 merges the posting lists of every word a prefix
@@ -375,6 +446,7 @@ def _score(
     as_of: str | None,
     kinds: Sequence[str] | None,
     apply_mask: bool,
+    spans: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Candidate]:
     """Score the candidates. ``members`` maps each rare key term to the rows holding it
     (key "" for candidates that hold no rare term); common terms are looked for in the
@@ -431,6 +503,8 @@ def _score(
         if phrase and phrase.search(row[2]):
             score *= PHRASE_BOOST
         score *= (1 + SPECIFICITY_WEIGHT * row_specific) * (1 + near(row_words, keys))
+        if spans and any(first <= row[3][:10] <= last for first, last in spans):
+            score *= 1 + DATE_WEIGHT
         scored.append((score, row))
     best = max(score for score, _ in scored) or 1.0
     return {

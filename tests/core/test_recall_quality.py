@@ -125,6 +125,16 @@ def test_item_line_and_provenance_layout(store: MemoryStore) -> None:
     assert provenance == [f"^1: {session_short}"]
 
 
+def test_full_confidence_has_no_label(store: MemoryStore) -> None:
+    full = store.store("fact", "grpc deadline is 5 seconds")
+    partial = store.store("fact", "grpc retries twice", confidence=0.99)
+    result = store.recall("grpc", hops=0)
+    short = {item.id: item.short_id for item in result.items}
+    lines = result.markdown.splitlines()
+    assert f"- [{short[full]}] 2026-07-03 — grpc deadline is 5 seconds" in lines
+    assert f"- [{short[partial]}] 2026-07-03 c0.99 — grpc retries twice" in lines
+
+
 def test_footnotes_number_sessions_in_score_order(store: MemoryStore) -> None:
     sessions = []
     for n in range(3):
@@ -225,3 +235,39 @@ def test_query_terms_near_each_other_outrank_scattered_ones(store: MemoryStore) 
     near = store.store("fact", "dune is my favorite book, the walk was long")
     items = store.recall("favorite book", hops=0).items
     assert [item.id for item in items][:2] == [near, scattered]
+
+
+@pytest.mark.parametrize(
+    ("query", "spans"),
+    [
+        ("what changed on 2026-03-15?", [("2026-03-08", "2026-03-22")]),
+        ("deploys in 2026-03", [("2026-03-01", "2026-03-31")]),
+        ("the outage of March 15, 2026", [("2026-03-08", "2026-03-22")]),
+        ("the outage of 15th of March 2026", [("2026-03-08", "2026-03-22")]),
+        ("what broke in Dec. 2025", [("2025-12-01", "2025-12-31")]),
+        (
+            "releases in 2024 and in February 2026",
+            [("2026-02-01", "2026-02-28"), ("2024-01-01", "2024-12-31")],
+        ),
+        ("what was decided last week", []),
+        ("port 8080, build 2026.1, v2-2026", []),
+        ("2026-02-30 is no day", []),
+        ("may we cache it for 5 minutes", []),
+    ],
+)
+def test_date_spans_read_the_dates_a_query_names(query: str, spans: list[tuple[str, str]]) -> None:
+    assert rank.date_spans(query) == spans
+
+
+def test_a_date_in_the_query_prefers_memories_valid_then(store: MemoryStore) -> None:
+    march = store.store("fact", "the billing export ran out of disk", valid_from="2026-03-16")
+    april = store.store("fact", "the billing export ran out of heap", valid_from="2026-04-20")
+    # Without a date the newer of two equal matches leads (recency); naming the day (or its
+    # month) puts the memory valid then first. Neither memory is masked: both show.
+    undated = [item.id for item in store.recall("billing export", hops=0).items]
+    assert undated[0] == april
+    for query in ("billing export on March 15, 2026", "billing export in 2026-03"):
+        dated = [item.id for item in store.recall(query, hops=0).items]
+        assert dated == [march, april], query
+    # A date that no memory falls in changes nothing.
+    assert [item.id for item in store.recall("billing export in 2019", hops=0).items] == undated
