@@ -16,7 +16,10 @@ API's bulk path and measures:
 Then, on a copy of each store up to 100k, fresh-process latency of
 ``nervamem --version``, ``store``, ``recall --budget 500`` and ``timeline``, beside
 ``python -c pass`` and ``python -c "import typer"`` measured in the same interleaved
-rounds, as medians and as ratios to ``import typer``.
+rounds, as medians and as ratios to ``import typer``: for a regular install (README's
+``pip install .``, into a scratch venv under bench/out/) and for the running Python's
+own install (the dev venv's is editable, whose import hook costs time), each against
+the ``import typer`` of the same Python (--install picks one).
 
 Stores are kept in bench/out/ (ignored by git); 1M is reused if present and built by the
 same workload version (--rebuild forces a new build). Results go to stdout, to
@@ -284,7 +287,50 @@ def _children_cpu() -> float:
         return times.children_user + times.children_system
 
 
-def fresh_process(size: int, *, rounds: int, log: Any) -> dict[str, Any]:
+def regular_install(log: Any) -> Path | None:
+    """A non-editable install of the working tree, as README's ``pip install .`` makes
+    one: a scratch venv in bench/out/venv-regular (dependencies installed by pip the
+    first time, from the index or pip's cache), nervamem reinstalled from a copy of the
+    working tree on every run. Returns its Python, or None when pip cannot build it."""
+    venv = OUT / "venv-regular"
+    python = venv / "bin" / "python"
+    source = OUT / "regular-src"  # a copy: pip's in-tree build would leave build/ in ROOT
+    if source.exists():
+        shutil.rmtree(source)
+    shutil.copytree(
+        ROOT / "nervamem", source / "nervamem", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    try:
+        for attempt in range(2):
+            if not python.exists():
+                log(f"creating {venv.relative_to(ROOT)} (pip install of nervamem and its deps)")
+                subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+                subprocess.run([*pip, str(source)], check=True, capture_output=True)
+            subprocess.run(
+                [*pip, "--no-deps", "--force-reinstall", str(source)],
+                check=True,
+                capture_output=True,
+            )
+            probe = subprocess.run(
+                [str(python), "-c", "import typer, nervamem.cli"], capture_output=True
+            )
+            if probe.returncode == 0:
+                return python
+            if attempt == 0:  # a broken venv from an interrupted run: build it again
+                shutil.rmtree(venv)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        detail = getattr(exc, "stderr", b"") or b""
+        log(f"regular install failed ({exc}; {detail.decode(errors='replace')[-300:]})")
+    log("regular install unavailable: fresh-process figures for the running Python only")
+    return None
+
+
+def fresh_process(size: int, *, rounds: int, installs: dict[str, Path], log: Any) -> dict[str, Any]:
+    """Every install's commands and its own ``import typer`` baseline in the same
+    interleaved rounds; ratios are to the baseline of the same install."""
     source = OUT / f"store-{label(size)}" / "memory.db"
     work = OUT / "cli"
     if work.exists():
@@ -296,60 +342,81 @@ def fresh_process(size: int, *, rounds: int, log: Any) -> dict[str, Any]:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(OUT / "pycache")
     env["NERVAPACK_MEMORY_DB"] = str(db)
-    for name in ("NERVAMEM_FORMAT", "NERVAMEM_TOKENIZER", "NERVAMEM_DEBUG"):
+    for name in ("NERVAMEM_FORMAT", "NERVAMEM_TOKENIZER", "NERVAMEM_DEBUG", "PYTHONPATH"):
         env.pop(name, None)
-    python = sys.executable
-    nervamem = str(Path(python).with_name("nervamem"))
     names = workload.entity_names()
     question = workload.queries()["question"][0]
-    commands: dict[str, list[str]] = {
-        "python -c pass": [python, "-c", "pass"],
-        'python -c "import typer"': [python, "-c", "import typer"],
-        "nervamem --version": [nervamem, "--version"],
-        "nervamem store": [
+    commands: dict[tuple[str, str], list[str]] = {}
+    for install, python in installs.items():
+        nervamem = str(Path(python).with_name("nervamem"))
+        python_s = str(python)
+        if not commands:
+            commands[(install, "python -c pass")] = [python_s, "-c", "pass"]
+        commands[(install, 'python -c "import typer"')] = [python_s, "-c", "import typer"]
+        commands[(install, "nervamem --version")] = [nervamem, "--version"]
+        commands[(install, "nervamem store")] = [
             nervamem,
             "store",
             "fact",
             "The bench run stored this fact",
             "-e",
             names[3],
-        ],
-        "nervamem recall": [nervamem, "recall", question, "--budget", str(BUDGET)],
-        "nervamem timeline": [nervamem, "timeline", f"{names[0]} token TTL"],
-    }
+        ]
+        commands[(install, "nervamem recall")] = [
+            nervamem,
+            "recall",
+            question,
+            "--budget",
+            str(BUDGET),
+        ]
+        commands[(install, "nervamem timeline")] = [nervamem, "timeline", f"{names[0]} token TTL"]
     for argv in commands.values():  # warm-up: bytecode caches, page cache
         for _ in range(2):
             subprocess.run(argv, env=env, cwd=work, capture_output=True, check=True)
-    wall: dict[str, list[float]] = {name: [] for name in commands}
-    cpu: dict[str, list[float]] = {name: [] for name in commands}
+    wall: dict[tuple[str, str], list[float]] = {key: [] for key in commands}
+    cpu: dict[tuple[str, str], list[float]] = {key: [] for key in commands}
     for _ in range(rounds):
-        for name, argv in commands.items():
+        for key, argv in commands.items():
             before = _children_cpu()
             began = time.perf_counter()
             subprocess.run(argv, env=env, cwd=work, capture_output=True, check=True)
             elapsed = time.perf_counter() - began
-            wall[name].append(elapsed * 1000)
-            cpu[name].append((_children_cpu() - before) * 1000)
-    baseline = statistics.median(wall['python -c "import typer"'])
-    baseline_cpu = statistics.median(cpu['python -c "import typer"'])
-    result: dict[str, Any] = {
-        "size": size,
-        "rounds": rounds,
-        "baseline_ms": baseline,
-        "commands": {},
-    }
-    for name in commands:
-        median = statistics.median(wall[name])
-        median_cpu = statistics.median(cpu[name])
-        result["commands"][name] = {
-            "median_ms": median,
-            "cpu_ms": median_cpu,
-            "ratio": median / baseline,
-            "cpu_ratio": median_cpu / baseline_cpu if baseline_cpu else float("nan"),
+            wall[key].append(elapsed * 1000)
+            cpu[key].append((_children_cpu() - before) * 1000)
+    result: dict[str, Any] = {"size": size, "rounds": rounds, "installs": {}}
+    for install, python in installs.items():
+        key = (install, 'python -c "import typer"')
+        baseline = statistics.median(wall[key])
+        baseline_cpu = statistics.median(cpu[key])
+        rows: dict[str, Any] = {}
+        for (owner, name), values in wall.items():
+            if owner != install:
+                continue
+            median = statistics.median(values)
+            median_cpu = statistics.median(cpu[(owner, name)])
+            rows[name] = {
+                "median_ms": median,
+                "cpu_ms": median_cpu,
+                "ratio": median / baseline,
+                "cpu_ratio": median_cpu / baseline_cpu if baseline_cpu else float("nan"),
+            }
+            log(
+                f"[cli {label(size)} {install}] {name:28s} {median:7.1f} ms  "
+                f"x{median / baseline:.2f}  (CPU x{rows[name]['cpu_ratio']:.2f})"
+            )
+        result["installs"][install] = {
+            "python": str(python),
+            "baseline_ms": baseline,
+            "commands": rows,
         }
-        log(f"[cli {label(size)}] {name:28s} {median:7.1f} ms  x{median / baseline:.2f}")
     shutil.rmtree(work)
     return result
+
+
+INSTALL_TITLES = {
+    "regular": "regular install (`pip install .` into a scratch venv)",
+    "dev": "the running Python's install (the dev venv's is editable)",
+}
 
 
 # ---------------------------------------------------------------------------- report
@@ -376,14 +443,16 @@ def render(data: dict[str, Any]) -> str:
     ]
     fresh_runs = sorted(data.get("fresh", {}).items(), key=lambda kv: int(kv[0]))
     for size, fresh in fresh_runs:
-        for name in ("nervamem recall", "nervamem store"):
-            row = fresh["commands"][name]
-            lines.append(
-                f"| fresh-process `{name.split()[1]}` / `import typer`, {label(int(size))} store "
-                f"| <= {TARGETS['fresh_ratio']}x | {row['ratio']:.2f}x ({row['median_ms']:.0f} "
-                f"vs {fresh['baseline_ms']:.0f} ms; CPU {row['cpu_ratio']:.2f}x) | "
-                f"{met(row['ratio'], TARGETS['fresh_ratio'])} |"
-            )
+        for install, figures in fresh["installs"].items():
+            for name in ("nervamem recall", "nervamem store"):
+                row = figures["commands"][name]
+                lines.append(
+                    f"| fresh-process `{name.split()[1]}` / `import typer`, "
+                    f"{label(int(size))} store, {install} install "
+                    f"| <= {TARGETS['fresh_ratio']}x | {row['ratio']:.2f}x "
+                    f"({row['median_ms']:.0f} vs {figures['baseline_ms']:.0f} ms; "
+                    f"CPU {row['cpu_ratio']:.2f}x) | {met(row['ratio'], TARGETS['fresh_ratio'])} |"
+                )
     for size, latency in sorted(data["recall"].items(), key=lambda kv: int(kv[0])):
         n = int(size)
         p50 = latency["all"]["p50"]
@@ -428,14 +497,23 @@ def render(data: dict[str, Any]) -> str:
             f"### Fresh-process latency (store of {label(int(size))} nodes, "
             f"{fresh['rounds']} interleaved rounds)",
             "",
-            "| command | median wall | x `import typer` | median CPU | CPU x `import typer` |",
-            "|---|---|---|---|---|",
-        ]
-        for name, row in fresh["commands"].items():
-            lines.append(
-                f"| `{name}` | {row['median_ms']:.1f} ms | {row['ratio']:.2f} | "
-                f"{row['cpu_ms']:.1f} ms | {row['cpu_ratio']:.2f} |"
+            "Each install's commands beside its own `import typer`, in the same rounds: "
+            + "; ".join(
+                f"**{install}**: {INSTALL_TITLES.get(install, install)}"
+                for install in fresh["installs"]
             )
+            + ".",
+            "",
+            "| install | command | median wall | x `import typer` | median CPU "
+            "| CPU x `import typer` |",
+            "|---|---|---|---|---|---|",
+        ]
+        for install, figures in fresh["installs"].items():
+            for name, row in figures["commands"].items():
+                lines.append(
+                    f"| {install} | `{name}` | {row['median_ms']:.1f} ms | {row['ratio']:.2f} | "
+                    f"{row['cpu_ms']:.1f} ms | {row['cpu_ratio']:.2f} |"
+                )
     lines += [
         "",
         "### In-process recall (budget 500, hot cache)",
@@ -510,6 +588,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rebuild", action="store_true", help="rebuild a kept 1M store")
     parser.add_argument("--skip-cli", action="store_true", help="no fresh-process figures")
+    parser.add_argument(
+        "--install",
+        choices=("both", "regular", "dev"),
+        default="both",
+        help="fresh-process figures of a regular `pip install .` (scratch venv in bench/out), "
+        "of the running Python's nervamem (dev: the editable dev install), or both",
+    )
     parser.add_argument("--no-write", action="store_true", help="leave bench/results.md")
     args = parser.parse_args(argv)
     sizes = sorted({parse_size(s) for s in args.sizes.split(",") if s.strip()})
@@ -532,12 +617,19 @@ def main(argv: list[str] | None = None) -> int:
         )
         data["recall"][str(size)] = recall_latency(size, repeats=args.repeats, log=log)
     if not args.skip_cli:
+        installs: dict[str, Path] = {}
+        if args.install in ("both", "regular"):
+            regular = regular_install(log)
+            if regular is not None:
+                installs["regular"] = regular
+        if args.install in ("both", "dev") or not installs:
+            installs["dev"] = Path(sys.executable)
         # Against each store up to 100k (a 1M store's first read is dominated by the disk).
+        cli_sizes = [size for size in sizes if size <= 100_000] or [min(sizes)]
         data["fresh"] = {
-            str(size): fresh_process(size, rounds=args.rounds, log=log)
-            for size in sizes
-            if size <= 100_000
-        } or {str(min(sizes)): fresh_process(min(sizes), rounds=args.rounds, log=log)}
+            str(size): fresh_process(size, rounds=args.rounds, installs=installs, log=log)
+            for size in cli_sizes
+        }
     data["load_after"] = load_average()
     section = render(data)
     stamp = time.strftime("%Y%m%d-%H%M%S")
