@@ -153,11 +153,12 @@ def fts_stages(text: str) -> list[str]:
 
 def mask_sql(as_of: str | None, alias: str = "n") -> tuple[str, list[str]]:
     if as_of is None:
-        return (
-            f"{alias}.tombstoned = 0 AND {alias}.valid_until IS NULL AND NOT EXISTS "
-            f"(SELECT 1 FROM mem_edges s WHERE s.dst = {alias}.id AND s.kind = 'SUPERSEDES')",
-            [],
-        )
+        # "Not superseded" needs no edge lookup: valid_until is derived from the
+        # SUPERSEDES edges in the same transaction that writes them (the earliest
+        # valid_from of the superseders; store.py, bulk.py, purge's relink), so a node
+        # with an incoming SUPERSEDES edge never has an open validity. The lookup it
+        # replaces cost ~40 % of every candidate fetch.
+        return f"{alias}.tombstoned = 0 AND {alias}.valid_until IS NULL", []
     return (
         f"{alias}.tombstoned = 0 AND {alias}.valid_from <= ? "
         f"AND ({alias}.valid_until IS NULL OR {alias}.valid_until > ?)",
