@@ -151,22 +151,16 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     "mask-keeps-tombstoned": [
         (
             "nervamem/recall.py",
-            'f"{alias}.tombstoned = 0 AND {alias}.valid_until IS NULL AND NOT EXISTS "',
-            'f"{alias}.tombstoned >= 0 AND {alias}.valid_until IS NULL AND NOT EXISTS "',
+            'return f"{alias}.tombstoned = 0 AND {alias}.valid_until IS NULL", []',
+            'return f"{alias}.tombstoned >= 0 AND {alias}.valid_until IS NULL", []',
             1,
         ),
     ],
     "mask-keeps-superseded": [
         (
             "nervamem/recall.py",
-            'f"{alias}.tombstoned = 0 AND {alias}.valid_until IS NULL AND NOT EXISTS "',
-            'f"{alias}.tombstoned = 0 AND NOT EXISTS "',
-            1,
-        ),
-        (
-            "nervamem/recall.py",
-            "s.dst = {alias}.id AND s.kind = 'SUPERSEDES')",
-            "s.dst = {alias}.id AND s.kind = 'NONE')",
+            'return f"{alias}.tombstoned = 0 AND {alias}.valid_until IS NULL", []',
+            'return f"{alias}.tombstoned = 0", []',
             1,
         ),
     ],
