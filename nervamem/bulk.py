@@ -18,15 +18,16 @@ stay as store() would leave them), and the code bridge. Checks against the datab
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from .errors import BadInputError
-from .ids import ID_PATTERN
+from .ids import ID_PATTERN, KIND_PREFIX, random_bits
 from .store import _check_supersedable, _checked_memory
 
 if TYPE_CHECKING:
@@ -42,6 +43,12 @@ _EDGE_COLUMNS = 5
 _MAX_ROWS = 4096
 _DEFAULT_VARIABLES = 999
 BULK_CACHE_KIB = 262_144
+# The superseding checks of MemoryStore._supersedable in one statement, for a full ID.
+_SUPERSEDABLE = (
+    "SELECT n.kind, n.valid_from, n.tombstoned, (SELECT e.src FROM mem_edges e "
+    "JOIN mem_nodes s ON s.id = e.src WHERE e.dst = n.id AND e.kind = 'SUPERSEDES' "
+    "AND s.tombstoned = 0 LIMIT 1) FROM mem_nodes n WHERE n.id = ? AND n.namespace = ?"
+)
 
 
 @dataclass(frozen=True)
@@ -160,22 +167,60 @@ class _Writer:
         self.store = store
         self.pending = pending
         self.ids = ids
-        # One transaction, one clock reading: store() would write this time everywhere.
+        # One transaction, one clock reading: store() would write this time everywhere,
+        # and every ID it makes starts with the same milliseconds.
         self.now = now
+        self.id_heads: dict[str, str] = {}
+        self.epoch_ms = int(store._moment().timestamp() * 1000)
+        # The default random source reads 8 bytes of os.urandom per ID; reading them for
+        # many IDs at once gives the same kind of IDs for a fraction of the system calls.
+        # Any other source (tests inject one) is called once per ID, in store()'s order.
+        self.buffered_random = store._random is random_bits
+        self.random_hex = ""
+        self.random_at = 0
+        self.default_namespace: str | None = None
         self.sessions: dict[tuple[str | None, str], str | None] = {}
         self.entities: dict[tuple[str, str], str] = {}
         self.bridge = (store.path.parent / "graph.graphml").is_file()
 
-    def resolve(self, ref: Ref, namespace: str) -> str:
-        """The node a reference names, as store() would resolve it at this point."""
+    def new_id(self, kind: str) -> str:
+        """What store._new_id(kind) returns in this transaction (ids.make_id's format)."""
+        head = self.id_heads.get(kind)
+        if head is None:
+            head = self.id_heads[kind] = f"{KIND_PREFIX[kind]}_{self.epoch_ms:013x}"
+        if not self.buffered_random:
+            return f"{head}{self.store._random() & (2**64 - 1):016x}"
+        if self.random_at >= len(self.random_hex):
+            # 8 big-endian random bytes in hex are random_bits() formatted as make_id does.
+            self.random_hex = os.urandom(8 * 1024).hex()
+            self.random_at = 0
+        at = self.random_at
+        self.random_at = at + 16
+        return head + self.random_hex[at : at + 16]
+
+    def namespace(self, explicit: str | None) -> str:
+        if explicit is not None:
+            return self.store._ns(explicit)
+        # The store's namespace cannot change during the call (no session or namespace
+        # switch happens in it); read it once, at the first memory that needs it.
+        if self.default_namespace is None:
+            self.default_namespace = self.store._ns(None)
+        return self.default_namespace
+
+    def index(self, ref: Ref) -> str:
         if isinstance(ref, int) and not isinstance(ref, bool):
             if not 0 <= ref < len(self.ids):
                 raise BadInputError(
                     f"reference {ref} is not the index of an earlier memory of this call"
                 )
-            ref = self.ids[ref]
+            return self.ids[ref]
         if not isinstance(ref, str):
             raise BadInputError(f"{ref!r} is not a node ID or an index")
+        return ref
+
+    def resolve(self, ref: Ref, namespace: str) -> str:
+        """The node a reference names, as store() would resolve it at this point."""
+        ref = self.index(ref)
         buffered = self.pending.known.get(ref)
         if buffered is not None and buffered[1] == namespace:
             return ref
@@ -184,6 +229,16 @@ class _Writer:
         return self.store.resolve_id(ref, namespace=namespace)
 
     def supersedable(self, ref: Ref, namespace: str, start: str) -> str:
+        ref = self.index(ref)
+        if ref not in self.pending.known and ID_PATTERN.match(ref):
+            # A full ID of a written node: resolve_id, get and the superseder lookup of
+            # store._supersedable in one statement. No row: the usual path raises.
+            row = self.store.connection.execute(_SUPERSEDABLE, (ref, namespace)).fetchone()
+            if row is not None:
+                _check_supersedable(ref, row[0], row[1], bool(row[2]), row[3], start)
+                if ref in self.pending.superseded_by:
+                    _check_supersedable(ref, "", "", False, self.pending.superseded_by[ref], start)
+                return ref
         node_id = self.resolve(ref, namespace)
         buffered = self.pending.known.get(node_id)
         if buffered is None:
@@ -200,6 +255,17 @@ class _Writer:
     def session(self, explicit: str | None, namespace: str) -> str | None:
         key = (explicit, namespace)
         if key not in self.sessions:
+            if explicit and ID_PATTERN.match(explicit) and explicit not in self.pending.known:
+                # A full ID: store._session_for_write's lookups in one statement.
+                row = self.store.connection.execute(
+                    "SELECT kind FROM mem_nodes WHERE id = ? AND namespace = ?",
+                    (explicit, namespace),
+                ).fetchone()
+                if row is not None:
+                    if row[0] != "session":
+                        raise BadInputError(f"{explicit} is a {row[0]}, not a session")
+                    self.sessions[key] = explicit
+                    return explicit
             if explicit and not ID_PATTERN.match(explicit):
                 self.pending.flush()  # a prefix may match buffered rows
             self.sessions[key] = self.store._session_for_write(explicit, namespace)
@@ -238,10 +304,17 @@ class _Writer:
             memory.rejected,
             memory.entities,
         )
-        ns = store._ns(memory.namespace)
+        ns = self.namespace(memory.namespace)
         valid_from = memory.valid_from
         now = self.now
-        start = store._valid_from(valid_from) if valid_from is not None else now
+        if valid_from is None:
+            start = now
+        elif isinstance(valid_from, datetime) and valid_from.tzinfo is timezone.utc:
+            # timeparse.format_time's result without its conversions, which change
+            # nothing here: "...T08:00:00.000+00:00" -> "...T08:00:00.000Z".
+            start = valid_from.isoformat(timespec="milliseconds")[:-6] + "Z"
+        else:
+            start = store._valid_from(valid_from)
         session_id = self.session(memory.session, ns)
         supersedes = memory.supersedes
         # Index 0 is a reference too: test for None, not for truth.
@@ -262,7 +335,7 @@ class _Writer:
         if memory.kind == "entity":
             node_id = self.entity(memory.content, ns, start)
         else:
-            node_id = store._new_id(memory.kind)
+            node_id = self.new_id(memory.kind)
             pending.nodes.append(
                 (
                     node_id,

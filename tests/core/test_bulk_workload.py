@@ -5,7 +5,7 @@ by earlier calls), with statements of many rows and of a few."""
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +135,90 @@ def test_ids_from_the_default_random_source(tmp_path: Path) -> None:
     ).fetchone()
     assert heads == {entity[2:15]}
     assert len({node_id[-16:] for node_id in ids}) == len(ids)
+
+
+def written_nodes(store: MemoryStore) -> dict[str, str]:
+    """Nodes already in the database when store_many runs (not in its buffer)."""
+    nodes = {
+        "session": store.start_session("earlier work"),
+        "old": store.store("fact", "tokens last 15 minutes", valid_from="2026-03-01"),
+        "replaced": store.store("fact", "cache expiry is 5 minutes", valid_from="2026-03-01"),
+        "forgotten": store.store("fact", "a mistake", valid_from="2026-03-01"),
+        "chain": store.store("fact", "pool size is 10", valid_from="2026-03-01"),
+        "elsewhere": store.store("fact", "other team's fact", namespace="other"),
+        "other_session": store.start_session("theirs", namespace="other"),
+    }
+    nodes["replacement"] = store.store(
+        "fact", "cache expiry is 10 minutes", supersedes=nodes["replaced"]
+    )
+    chain_head = store.store("fact", "pool size is 20", supersedes=nodes["chain"])
+    store.forget(chain_head)  # a forgotten superseder: the chain goes on from "chain"
+    store.forget(nodes["forgotten"])
+    nodes["missing"] = "f_" + "0" * 29
+    return nodes
+
+
+SUCCEEDS = {
+    "supersede a current fact",
+    "supersede a fact whose superseder is forgotten",
+    "in a session",
+    "valid from an aware UTC time",
+    "valid from a naive time",
+    "valid from another zone",
+}
+CASES: list[tuple[str, dict[str, Any]]] = [
+    ("supersede a current fact", {"supersedes": "old"}),
+    ("supersede an already superseded fact", {"supersedes": "replaced"}),
+    ("supersede a fact whose superseder is forgotten", {"supersedes": "chain"}),
+    ("supersede a forgotten fact", {"supersedes": "forgotten"}),
+    ("supersede a session", {"supersedes": "session"}),
+    ("supersede another namespace's fact", {"supersedes": "elsewhere"}),
+    ("supersede a node that does not exist", {"supersedes": "missing"}),
+    ("supersede with an earlier start", {"supersedes": "old", "valid_from": "2026-01-01"}),
+    ("in a session", {"session": "session"}),
+    ("in a fact as session", {"session": "old"}),
+    ("in another namespace's session", {"session": "other_session"}),
+    ("in a session that does not exist", {"session": "missing"}),
+    (
+        "valid from an aware UTC time",
+        {"valid_from": datetime(2026, 5, 1, 9, 30, 1, 123456, timezone.utc)},
+    ),
+    ("valid from a naive time", {"valid_from": datetime(2026, 5, 1, 9, 30, 1, 999999)}),
+    (
+        "valid from another zone",
+        {"valid_from": datetime(2026, 5, 1, 9, 30, tzinfo=timezone(timedelta(hours=-5)))},
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "case"), CASES, ids=[name for name, _ in CASES])
+def test_references_to_written_nodes_as_store_calls(
+    tmp_path: Path, name: str, case: dict[str, Any]
+) -> None:
+    outcomes = []
+    for path in ("reference", "bulk"):
+        store = MemoryStore(
+            tmp_path / path / "memory.db", clock=FakeClock(), random_source=CountingRandom()
+        )
+        nodes = written_nodes(store)
+        args = {
+            key: nodes.get(value, value) if key != "valid_from" else value
+            for key, value in case.items()
+        }
+        memories = [
+            NewMemory("fact", "a first fact", entities=["AuthService"]),
+            NewMemory("fact", "the new version", **args),
+            NewMemory("fact", "a second one", supersedes=1 if "supersedes" in args else None),
+        ]
+        try:
+            if path == "reference":
+                replay(store, memories)
+            else:
+                store.store_many(memories)
+            error = None
+        except Exception as exc:  # noqa: BLE001 - compared, not swallowed
+            error = (type(exc), str(exc))
+        outcomes.append((error, full_dump(store)))
+    assert outcomes[1] == outcomes[0]
+    succeeded = outcomes[0][0] is None
+    assert succeeded == (name in SUCCEEDS)
