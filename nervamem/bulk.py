@@ -10,9 +10,15 @@ costs about three times what one statement per hundred rows costs.
 
 A buffered row is invisible to SQL until it is flushed. So the buffer is flushed before
 anything that could read it: resolving a reference by ID prefix (a full ID of a
-buffered node is answered from the buffer), creating an entity (so row order and FTS
-stay as store() would leave them), and the code bridge. Checks against the database
-(is this node already superseded?) also look at the buffer.
+buffered node is answered from the buffer) and the code bridge. Checks against the
+database (is this node already superseded?) also look at the buffer. A new entity is
+written at once, as store() writes it (later names are resolved against it), without
+flushing the buffer: every node gets its ``seq`` from this call, the one SQLite would
+give it when store() inserts it (one more than the largest), so the row order is
+store()'s though the entity row is written before the buffered rows that precede it.
+(Entity lookups, as before, run while buffered rows are not yet in the FTS index: its
+bm25 statistics lack those rows, which can only matter when several entities match a
+name by phrase, as the ranking then picks one.)
 """
 
 from __future__ import annotations
@@ -28,13 +34,13 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import BadInputError
 from .ids import ID_PATTERN, KIND_PREFIX, random_bits
-from .store import _check_supersedable, _checked_memory
+from .store import _check_supersedable, _check_text, _checked_memory
 
 if TYPE_CHECKING:
     from .store import MemoryStore
 
 Ref = str | int
-_NODE_COLUMNS = 8
+_NODE_COLUMNS = 9
 _EDGE_COLUMNS = 5
 # Rows per INSERT: as many as the connection's limit on parameters allows (999 before
 # SQLite 3.32, 32766 since; Python before 3.11 cannot ask, so 999), up to a few thousand.
@@ -84,6 +90,18 @@ class _Pending:
         # Supersessions written by this call: old id -> new id.
         self.superseded_by: dict[str, str] = {}
         self.max_variables: int | None = None
+        # The seq of the next node; read from the table while nothing is buffered.
+        self.next_seq: int | None = None
+
+    def seq(self) -> int:
+        """The seq SQLite gives the next node store() inserts: one more than the largest
+        (INTEGER PRIMARY KEY without AUTOINCREMENT). Buffered nodes count as written."""
+        if self.next_seq is None:
+            last = self.store.connection.execute("SELECT max(seq) FROM mem_nodes").fetchone()[0]
+            self.next_seq = int(last or 0) + 1
+        seq = self.next_seq
+        self.next_seq = seq + 1
+        return seq
 
     def link(self, src: str, dst: str, kind: str, now: str) -> None:
         self.edges.append((src, dst, kind, now, "{}"))  # INSERT OR IGNORE, as store() does
@@ -91,15 +109,12 @@ class _Pending:
     def flush(self) -> None:
         conn = self.store.connection
         nodes, self.nodes = self.nodes, []
-        node_rows = self.rows_per_statement(_NODE_COLUMNS)
-        for start in range(0, len(nodes), node_rows):
-            chunk = nodes[start : start + node_rows]
-            conn.execute(
-                "INSERT INTO mem_nodes (id, kind, content, namespace, valid_from, "
-                "recorded_at, confidence, data) VALUES "
-                + ",".join(["(?,?,?,?,?,?,?,?)"] * len(chunk)),
-                list(chain.from_iterable(chunk)),
-            )
+        self.insert(
+            "INSERT INTO mem_nodes (seq, id, kind, content, namespace, valid_from, "
+            "recorded_at, confidence, data) VALUES ",
+            nodes,
+            _NODE_COLUMNS,
+        )
         if self.valid_until:
             conn.executemany("UPDATE mem_nodes SET valid_until = ? WHERE id = ?", self.valid_until)
             self.valid_until = []
@@ -108,17 +123,15 @@ class _Pending:
         # The table has no rowid and its rows are unique, so the order changes nothing
         # of what is stored (a duplicate is the same row whichever comes first).
         edges, self.edges = sorted(self.edges, key=_edge_key), []
-        edge_rows = self.rows_per_statement(_EDGE_COLUMNS)
-        for start in range(0, len(edges), edge_rows):
-            chunk = edges[start : start + edge_rows]
-            conn.execute(
-                "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at, data) VALUES "
-                + ",".join(["(?,?,?,?,?)"] * len(chunk)),
-                list(chain.from_iterable(chunk)),
-            )
+        self.insert(
+            "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at, data) VALUES ",
+            edges,
+            _EDGE_COLUMNS,
+        )
         self.known.clear()
 
-    def rows_per_statement(self, columns: int) -> int:
+    def insert(self, head: str, rows: Sequence[tuple[Any, ...]], columns: int) -> None:
+        """Multi-row INSERTs of as many rows as the connection's parameter limit allows."""
         if self.max_variables is None:
             getlimit = getattr(self.store.connection, "getlimit", None)  # Python 3.11+
             limit = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
@@ -127,7 +140,12 @@ class _Pending:
                 if getlimit is not None and limit is not None
                 else _DEFAULT_VARIABLES
             )
-        return max(1, min(_MAX_ROWS, self.max_variables // columns))
+        most = max(1, min(_MAX_ROWS, self.max_variables // columns))
+        marks = "(" + ",".join(["?"] * columns) + ")"
+        conn = self.store.connection
+        for start in range(0, len(rows), most):
+            chunk = rows[start : start + most]
+            conn.execute(head + ",".join([marks] * len(chunk)), list(chain.from_iterable(chunk)))
 
 
 def _edge_key(edge: tuple[str, str, str, str, str]) -> tuple[str, str, str]:
@@ -278,17 +296,32 @@ class _Writer:
             return found
         store = self.store
         clean = " ".join(name.split())
-        if clean:
-            from . import entities as entity_rules
+        from . import entities as entity_rules
 
+        if clean:
             existing = entity_rules.find_entity(store.connection, namespace, clean)
             if existing:
                 self.entities[key] = existing
                 return existing
-        # A new entity is written at once, after what came before it, as store() does;
-        # its aliases may take over others' aliases, so forget what was resolved.
-        self.pending.flush()
-        entity_id = store._resolve_or_create_entity(name, namespace, start)
+        # A new entity, written at once as store._resolve_or_create_entity writes it, with
+        # the seq it would get after the buffered nodes; its aliases may take over
+        # others' aliases, so forget what was resolved.
+        if not clean:
+            raise BadInputError("an entity name cannot be empty")
+        _check_text(clean, "entity name")
+        entity_id = self.new_id("entity")
+        conn = store.connection
+        conn.execute(
+            "INSERT INTO mem_nodes (seq, id, kind, content, namespace, valid_from, recorded_at, "
+            "confidence, data) VALUES (?, ?, 'entity', ?, ?, ?, ?, 1.0, '{}')",
+            (self.pending.seq(), entity_id, clean, namespace, start, self.now),
+        )
+        for alias in entity_rules.alias_forms(clean):
+            # A tombstoned entity may still own the alias: the live one takes it over.
+            conn.execute(
+                "INSERT OR REPLACE INTO mem_aliases (namespace, alias, entity_id) VALUES (?,?,?)",
+                (namespace, alias, entity_id),
+            )
         self.entities.clear()
         self.entities[key] = entity_id
         return entity_id
@@ -338,6 +371,7 @@ class _Writer:
             node_id = self.new_id(memory.kind)
             pending.nodes.append(
                 (
+                    pending.seq(),
                     node_id,
                     memory.kind,
                     memory.content,
@@ -369,4 +403,5 @@ class _Writer:
         if entity_ids and self.bridge:
             pending.flush()
             store._anchor_code(node_id, entity_ids)
+            pending.next_seq = None  # it writes edges only, but ask the table again
         return node_id

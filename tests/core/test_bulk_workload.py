@@ -222,3 +222,34 @@ def test_references_to_written_nodes_as_store_calls(
     assert outcomes[1] == outcomes[0]
     succeeded = outcomes[0][0] is None
     assert succeeded == (name in SUCCEEDS)
+
+
+def test_with_the_code_bridge_as_store_calls(tmp_path: Path) -> None:
+    """Beside a code graph each memory's entities are anchored as it is stored: new
+    entities, buffered rows and TOUCHES edges interleave as with store() calls."""
+    from nervamem.codegraph import index_code
+    from tests.core.test_codegraph import make_repo
+
+    dumps = []
+    for path in ("reference", "bulk"):
+        repo = make_repo(tmp_path / path)
+        store = MemoryStore(
+            repo / ".nervapack" / "memory.db", clock=FakeClock(), random_source=CountingRandom()
+        )
+        index_code(store)
+        memories = [
+            NewMemory("fact", "login returns a token", entities=["AuthService.login"]),
+            NewMemory("decision", "cache loads", entities=["pkg.storage", "NotCode"]),
+            NewMemory("fact", "a plain fact"),
+            NewMemory("action", "moved save", entities=["save", "AuthService"], caused_by=[1]),
+            NewMemory("entity", "pkg/auth.py"),
+            NewMemory("fact", "logout is a no-op", entities=["auth_service.logout"], supersedes=0),
+        ]
+        with store.batch():
+            if path == "reference":
+                replay(store, memories)
+            else:
+                store.store_many(memories)
+        dumps.append(full_dump(store))
+    assert len([edge for edge in dumps[0]["edges"] if edge[2] == "TOUCHES"]) >= 4
+    assert dumps[1] == dumps[0]
