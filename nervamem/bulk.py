@@ -30,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import chain
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from .errors import BadInputError
@@ -122,7 +123,7 @@ class _Pending:
         # table's B-tree instead of on a random page (~35 % less time in edge inserts).
         # The table has no rowid and its rows are unique, so the order changes nothing
         # of what is stored (a duplicate is the same row whichever comes first).
-        edges, self.edges = sorted(self.edges, key=_edge_key), []
+        edges, self.edges = sorted(self.edges, key=_EDGE_KEY), []
         self.insert(
             "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at, data) VALUES ",
             edges,
@@ -148,8 +149,7 @@ class _Pending:
             conn.execute(head + ",".join([marks] * len(chunk)), list(chain.from_iterable(chunk)))
 
 
-def _edge_key(edge: tuple[str, str, str, str, str]) -> tuple[str, str, str]:
-    return (edge[0], edge[2], edge[1])  # mem_edges PRIMARY KEY (src, kind, dst)
+_EDGE_KEY = itemgetter(0, 2, 1)  # (src, dst, kind, ...) -> mem_edges PRIMARY KEY (src, kind, dst)
 
 
 def store_many(store: MemoryStore, memories: Iterable[NewMemory]) -> list[str]:
