@@ -545,6 +545,43 @@ def queries(seed: int = 7) -> dict[str, list[str]]:
     }
 
 
+def session_memories(
+    store: Any, plans: Sequence[SessionPlan], current: dict[str, str]
+) -> tuple[list[Any], dict[str, int]]:
+    """Start each plan's session and build the ``NewMemory`` list of one ``store_many``
+    call for all their memories: a supersedes reference is the index of the topic's
+    newer version in this call, else its ID in ``current`` (topic -> newest stored ID);
+    caused_by points at earlier memories of the same session. Also returns topic ->
+    index of its newest version in the list. Call it inside ``store.batch()``."""
+    from nervamem.bulk import NewMemory
+
+    memories: list[NewMemory] = []
+    keys: dict[str, int] = {}
+    for plan in plans:
+        session_id = store.start_session(plan.title)
+        base = len(memories)
+        for item in plan.items:
+            supersedes: str | int | None = None
+            if item.supersedes:
+                supersedes = keys.get(item.supersedes, current.get(item.supersedes))
+            memories.append(
+                NewMemory(
+                    item.kind,
+                    item.content,
+                    entities=item.entities,
+                    valid_from=item.valid_from,
+                    supersedes=supersedes,
+                    caused_by=[base + i for i in item.caused_by],
+                    rationale=item.rationale,
+                    rejected=item.rejected,
+                    session=session_id,
+                )
+            )
+            if item.key:
+                keys[item.key] = len(memories) - 1
+    return memories, keys
+
+
 def ingest_bulk(
     store: Any,
     plans: Sequence[SessionPlan] | Iterator[SessionPlan],
@@ -559,8 +596,6 @@ def ingest_bulk(
     in row order). Large calls matter: store_many writes a multi-row INSERT per ~100
     rows, several times cheaper than one per session's dozen."""
     import time
-
-    from nervamem.bulk import NewMemory
 
     current: dict[str, str] = {}
     written = 0
@@ -577,30 +612,7 @@ def ingest_bulk(
         clock.now = last.items[-1].valid_from if last.items else last.start
         began = time.perf_counter()
         with store.batch():
-            memories: list[NewMemory] = []
-            keys: dict[str, int] = {}  # topic -> index of its newest version in this call
-            for plan in pending:
-                session_id = store.start_session(plan.title)
-                base = len(memories)
-                for item in plan.items:
-                    supersedes: str | int | None = None
-                    if item.supersedes:
-                        supersedes = keys.get(item.supersedes, current.get(item.supersedes))
-                    memories.append(
-                        NewMemory(
-                            item.kind,
-                            item.content,
-                            entities=item.entities,
-                            valid_from=item.valid_from,
-                            supersedes=supersedes,
-                            caused_by=[base + i for i in item.caused_by],
-                            rationale=item.rationale,
-                            rejected=item.rejected,
-                            session=session_id,
-                        )
-                    )
-                    if item.key:
-                        keys[item.key] = len(memories) - 1
+            memories, keys = session_memories(store, pending, current)
             ids = store.store_many(memories)
         seconds += time.perf_counter() - began
         for key, index in keys.items():

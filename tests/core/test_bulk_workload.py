@@ -70,30 +70,7 @@ def ingest(
     current: dict[str, str] = {}
     for group in calls(workload, nodes, per_call):
         with store.batch():
-            memories: list[NewMemory] = []
-            keys: dict[str, int] = {}
-            for plan in group:
-                session_id = store.start_session(plan.title)
-                base = len(memories)
-                for item in plan.items:
-                    supersedes: str | int | None = None
-                    if item.supersedes:
-                        supersedes = keys.get(item.supersedes, current.get(item.supersedes))
-                    memories.append(
-                        NewMemory(
-                            item.kind,
-                            item.content,
-                            entities=item.entities,
-                            valid_from=item.valid_from,
-                            supersedes=supersedes,
-                            caused_by=[base + i for i in item.caused_by],
-                            rationale=item.rationale,
-                            rejected=item.rejected,
-                            session=session_id,
-                        )
-                    )
-                    if item.key:
-                        keys[item.key] = len(memories) - 1
+            memories, keys = workload.session_memories(store, group, current)
             ids = store.store_many(memories) if bulk_path else replay(store, memories)
         for key, index in keys.items():
             current[key] = ids[index]
