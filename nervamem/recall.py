@@ -49,6 +49,12 @@ CONTEXT_SPAN = 4
 CONTEXT_WEIGHT = 0.5
 CONTEXT_DECAY = 0.5
 CONTEXT_BEFORE = 0.7
+# A memory that asks a question (its text ends with "?") is answered by what was recorded
+# right after it: it passes QUESTION_FORWARD times the usual share to that memory, and
+# is itself weighed QUESTION_DAMP, as a question only restates what is asked (see
+# session_context).
+QUESTION_FORWARD = 2.0
+QUESTION_DAMP = 0.6
 SESSION_WEIGHT = 0.5
 EXPANSION_DECAY = 0.6
 EXPANSION_FANOUT = 8
@@ -664,6 +670,13 @@ def session_context(
     SESSION_WEIGHT x (its session's summed hit relevance / the best session's), so the
     task that matches the query most is preferred. Reads only a few rows per seed by
     primary key; never a whole session, so a long session cannot flood the result.
+
+    A question is answered by what follows it: a hit that asks one (:func:`asks`) passes
+    QUESTION_FORWARD times the usual share to the memory right after it, and every
+    candidate that asks one is weighed QUESTION_DAMP. "When are you opening the studio?"
+    holds the query's words; the reply after it ("The opening night is tomorrow") holds
+    the answer and often none of them. No speaker, dialogue or dataset knowledge: only
+    the question mark and the order in which a session recorded its memories.
     """
     seeds = sorted(found.values(), key=lambda c: -c.relevance)[:CONTEXT_SEEDS]
     if not seeds:
@@ -700,6 +713,8 @@ def session_context(
             share = CONTEXT_WEIGHT * CONTEXT_DECAY ** (abs(distance) - 1) * seed.relevance
             if distance < 0:
                 share *= CONTEXT_BEFORE
+            elif distance == 1 and asks(seed.content):
+                share *= QUESTION_FORWARD
             gained[row[0]] = gained.get(row[0], 0.0) + share
             rows_by_id[row[0]] = row
     result = dict(found)
@@ -709,6 +724,9 @@ def session_context(
             result[node_id].relevance += extra
         elif not kinds or rows_by_id[node_id][1] in kinds:
             result[node_id] = Candidate(*rows_by_id[node_id], relevance=extra, via="context")
+    for candidate in result.values():
+        if asks(candidate.content):
+            candidate.relevance *= QUESTION_DAMP
     # Sessions of every candidate (hits outside the fetched windows included).
     missing = [node_id for node_id in result if node_id not in session_of]
     session_of.update(sessions_of(conn, missing))
@@ -726,6 +744,11 @@ def session_context(
     for candidate in result.values():
         candidate.relevance = max(candidate.relevance / best, 1e-6)
     return result
+
+
+def asks(text: str) -> bool:
+    """Whether a memory asks a question: its text ends with a question mark."""
+    return text.rstrip().endswith("?")
 
 
 def _fetch_masked(

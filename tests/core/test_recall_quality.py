@@ -93,9 +93,35 @@ def test_session_context_brings_the_next_memory_of_the_same_session(
     items = {item.id: item for item in store.recall("nightly export fail").items}
     assert question in items and answer in items
     assert items[answer].via == "context"
-    assert items[answer].relevance < items[question].relevance
+    # The hit asks a question and the memory after it answers it: the answer comes first.
+    assert items[answer].relevance > items[question].relevance
     assert elsewhere not in items
     assert list(item.id for item in store.recall("nightly export fail", hops=0).items) == [question]
+
+
+def test_context_of_a_statement_ranks_below_the_hit(store: MemoryStore) -> None:
+    store.start_session("incident")
+    hit = store.store("fact", "The nightly export failed on Tuesday.")
+    after = store.store("fact", "The disk of the report host was full")
+    store.end_session()
+    items = {item.id: item for item in store.recall("nightly export fail").items}
+    assert items[after].via == "context"
+    assert items[after].relevance < items[hit].relevance
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("Why did the export fail?", True),
+        ("Why did the export fail?  \n", True),
+        ("The export failed. Why?", True),
+        ("Why? The disk was full.", False),
+        ("The export failed", False),
+        ("", False),
+    ],
+)
+def test_asks(text: str, asks: bool) -> None:
+    assert rank.asks(text) is asks
 
 
 def test_session_context_respects_the_temporal_mask(store: MemoryStore) -> None:
@@ -119,7 +145,7 @@ def test_item_line_and_provenance_layout(store: MemoryStore) -> None:
     assert f"- [{short[one]}] 2026-07-03 c0.9 ^1 — grpc uses http2" in lines
     assert f"- [{short[two]}] 2026-07-03 c0.85 ^1 — use grpc between services" in lines
     session_short = result.items[0].session_short_id
-    assert session_short and session.startswith(session_short)
+    assert session_short and store.resolve_id(session_short) == session
     # Footnote-style provenance: the session's ID once, not every item's ID again.
     provenance = lines[lines.index("### Provenance") + 1 :]
     assert provenance == [f"^1: {session_short}"]
@@ -156,7 +182,9 @@ def test_footnotes_number_sessions_in_score_order(store: MemoryStore) -> None:
             assert f" ^{labels[item.session_short_id or '']} — " in line
     provenance = lines[lines.index("### Provenance") + 1 :]
     assert provenance == [f"^{n}: {session}" for session, n in labels.items()]
-    assert all(any(s.startswith(p.split(": ")[1]) for s in sessions) for p in provenance)
+    assert [store.resolve_id(p.split(": ")[1]) for p in provenance] == [
+        next(s for s in sessions if store.short_ids([s])[s] == short) for short in labels
+    ]
 
 
 @pytest.mark.parametrize(
