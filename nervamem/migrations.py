@@ -83,9 +83,17 @@ END"""
     )
 
 
+def m003_id_random_part(conn: sqlite3.Connection) -> None:
+    """An index on each ID's random part (its last 16 hex digits): short IDs (ids.py)
+    are a prefix of it, and both finding the shortest unambiguous one and resolving one
+    are range reads of this index."""
+    conn.execute("CREATE INDEX mem_nodes_id_random ON mem_nodes (substr(id, -16))")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_node_degree", m002_node_degree),
+    ("m003_id_random_part", m003_id_random_part),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

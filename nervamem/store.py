@@ -33,7 +33,16 @@ from .errors import (
     StoreError,
     StoreLockedError,
 )
-from .ids import KIND_PREFIX, RandomSource, make_id, random_bits
+from .ids import (
+    KIND_PREFIX,
+    MIN_SHORT_DIGITS,
+    RANDOM_DIGITS,
+    RandomSource,
+    make_id,
+    parse_short,
+    random_bits,
+    short_form,
+)
 from .kinds import STORABLE_KINDS
 from .locate import resolve_db_path
 from .migrations import MIGRATIONS, SCHEMA_VERSION
@@ -60,7 +69,7 @@ Clock = Callable[[], datetime]
 DEFAULT_BUSY_TIMEOUT_MS = 15_000
 CACHE_KIB = 65_536
 ENV_BUSY_TIMEOUT = "NERVAMEM_BUSY_TIMEOUT_MS"
-_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 _NODE_SELECT = (
     "SELECT id, kind, content, namespace, valid_from, valid_until, recorded_at, confidence, "
     "tombstoned, access_count, last_accessed, data FROM mem_nodes"
@@ -305,19 +314,37 @@ class MemoryStore:
         return validate_namespace(namespace) if namespace is not None else self.namespace
 
     def resolve_id(self, ref: str, *, namespace: str | None = None) -> str:
-        """A full ID or a unique prefix of one, within the namespace (as git resolves
-        short hashes). Raises NotFoundError or AmbiguousIdError (exit 3)."""
+        """A full ID, a unique prefix of one (as git resolves short hashes) or a short
+        ID (``f-3a9c``: kind prefix, hyphen, a prefix of the random part; ids.py), within
+        the namespace. Raises NotFoundError or AmbiguousIdError (exit 3)."""
         ns = self._ns(namespace)
         prefix = ref.strip().lower()
         if not prefix or len(prefix) > 64 or not set(prefix) <= _ID_CHARS:
             raise BadInputError(f"{ref[:40]!r} is not a node ID or ID prefix")
-        # '+namespace' keeps the planner on the id index (a range of a few rows);
-        # otherwise it picks mem_nodes_ns_kind and sorts the whole namespace per call.
-        rows = self._conn.execute(
-            "SELECT id FROM mem_nodes WHERE id >= ? AND id < ? AND +namespace = ? "
-            "ORDER BY id LIMIT 11",
-            (prefix, prefix + "~", ns),
-        ).fetchall()
+        short = parse_short(prefix)
+        if short is None and "-" in prefix:
+            raise BadInputError(
+                f"{ref[:40]!r} is not a node ID: a short ID is a kind prefix, '-' and "
+                f"{MIN_SHORT_DIGITS} to {RANDOM_DIGITS} hex digits (f-3a9c)"
+            )
+        if short:
+            kind, digits = short
+            # A range of the random-part index (m003); '+namespace' and 'kind' filter
+            # the few rows it holds.
+            rows = self._conn.execute(
+                f"SELECT id FROM mem_nodes WHERE substr(id, -{RANDOM_DIGITS}) >= ? "
+                f"AND substr(id, -{RANDOM_DIGITS}) < ? AND +kind = ? AND +namespace = ? "
+                "ORDER BY id LIMIT 11",
+                (digits, digits + "~", kind, ns),
+            ).fetchall()
+        else:
+            # '+namespace' keeps the planner on the id index (a range of a few rows);
+            # otherwise it picks mem_nodes_ns_kind and sorts the whole namespace per call.
+            rows = self._conn.execute(
+                "SELECT id FROM mem_nodes WHERE id >= ? AND id < ? AND +namespace = ? "
+                "ORDER BY id LIMIT 11",
+                (prefix, prefix + "~", ns),
+            ).fetchall()
         ids = [r[0] for r in rows]
         if prefix in ids:
             return prefix
@@ -332,25 +359,38 @@ class MemoryStore:
         row = self._conn.execute(_NODE_SELECT + " WHERE id = ?", (node_id,)).fetchone()
         return _row_to_node(row)
 
-    def short_ids(self, ids: Iterable[str], *, min_hex: int = 4) -> dict[str, str]:
-        """Shortest prefix of each ID that no other node in the store shares."""
+    def short_ids(self, ids: Iterable[str], *, min_hex: int = MIN_SHORT_DIGITS) -> dict[str, str]:
+        """The short ID of each node (ids.py): kind prefix, '-' and the fewest digits of
+        its random part (at least ``min_hex``) that no other node in the store shares,
+        whatever its kind or namespace, so it resolves wherever the node does."""
         result: dict[str, str] = {}
         unique = list(dict.fromkeys(ids))
+        tail = f"substr(id, -{RANDOM_DIGITS})"
         for start in range(0, len(unique), 500):
-            # One statement per 500 IDs (a recall shows hundreds): two index seeks each
-            # for the IDs just before and after it.
+            # One statement per 500 IDs (a recall shows hundreds): two seeks each in the
+            # random-part index, for the random parts just before and after its own.
+            # '<=' and 'id <>': a twin with the very same random part counts as a
+            # neighbour.
             rows = self._conn.execute(
-                "SELECT q.value, (SELECT max(id) FROM mem_nodes WHERE id < q.value), "
-                "(SELECT min(id) FROM mem_nodes WHERE id > q.value) FROM json_each(?) q",
+                f"SELECT q.value, (SELECT max({tail}) FROM mem_nodes WHERE {tail} <= "
+                f"substr(q.value, -{RANDOM_DIGITS}) AND id <> q.value), (SELECT min({tail}) "
+                f"FROM mem_nodes WHERE {tail} > substr(q.value, -{RANDOM_DIGITS})) "
+                "FROM json_each(?) q",
                 (json.dumps(unique[start : start + 500]),),
             ).fetchall()
             for node_id, before, after in rows:
+                own = node_id[-RANDOM_DIGITS:]
                 shared = max(
-                    (_common_prefix(node_id, other) for other in (before, after) if other),
+                    (_common_prefix(own, other) for other in (before, after) if other),
                     default=0,
                 )
-                minimum = node_id.index("_") + 1 + min_hex
-                result[node_id] = node_id[: min(len(node_id), max(shared + 1, minimum))]
+                # Two random parts alike in all 16 digits (one chance in 2^64 per pair):
+                # only the whole ID tells them apart.
+                result[node_id] = (
+                    node_id
+                    if shared >= RANDOM_DIGITS
+                    else short_form(node_id, max(shared + 1, min_hex))
+                )
         return result
 
     # ------------------------------------------------------------------ writes

@@ -30,12 +30,15 @@ class FakeClock:
 
 
 class CountingRandom:
+    """Deterministic random parts: a counter spread over 64 bits (Fibonacci hashing), so
+    that, as with real random IDs, short IDs (a prefix of the random part) stay short."""
+
     def __init__(self) -> None:
         self.value = 0
 
     def __call__(self) -> int:
         self.value += 1
-        return 0xABC000 + self.value
+        return (self.value * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
 
 
 @pytest.fixture(autouse=True)

@@ -59,7 +59,7 @@ def test_store_prints_only_the_id(cli: Run) -> None:
     result = cli("store", "fact", "the sky is blue")
     assert result.exit_code == 0
     assert result.stderr == ""
-    assert result.stdout == "f_0019f27d99de80000000000abc001\n"
+    assert result.stdout == "f_0019f27d99de89e3779b97f4a7c15\n"
 
 
 def test_store_reads_content_from_stdin(cli: Run) -> None:

@@ -168,12 +168,77 @@ def test_resolve_id_by_unique_prefix_and_ambiguity(store: MemoryStore) -> None:
         store.resolve_id("f_'; DROP TABLE")
 
 
-def test_short_ids_are_unambiguous_prefixes(store: MemoryStore) -> None:
-    ids = [store.store("fact", f"fact {n}") for n in range(20)]
+def test_short_ids_are_the_shortest_unambiguous_random_part(store: MemoryStore) -> None:
+    ids = [store.store("fact", f"fact {n}") for n in range(300)]
     short = store.short_ids(ids)
-    for node_id, prefix in short.items():
-        assert node_id.startswith(prefix)
-        assert store.resolve_id(prefix) == node_id
+    tails = [node_id[-16:] for node_id in ids]
+    for node_id, shown in short.items():
+        kind, digits = shown.split("-")
+        assert kind == "f" and len(digits) >= 4
+        assert node_id[-16:].startswith(digits)
+        assert store.resolve_id(shown) == node_id
+        # No other node shares these digits, and one digit fewer would be shared.
+        assert sum(tail.startswith(digits) for tail in tails) == 1
+        if len(digits) > 4:
+            assert sum(tail.startswith(digits[:-1]) for tail in tails) > 1
+    assert max(len(shown) for shown in short.values()) <= 2 + 6  # 300 nodes: 4-6 digits
+
+
+def test_a_store_written_before_m003_gets_the_random_part_index(
+    make_store: Callable[..., MemoryStore], db_path: Path
+) -> None:
+    store = make_store()
+    fact = store.store("fact", "written by an older nervamem")
+    store.close()
+    conn = sqlite3.connect(db_path)
+    conn.execute("DROP INDEX mem_nodes_id_random")
+    conn.execute("DELETE FROM mem_migrations WHERE name = 'm003_id_random_part'")
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+    reopened = make_store()
+    assert reopened.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    plan = reopened.connection.execute(
+        "EXPLAIN QUERY PLAN SELECT id FROM mem_nodes WHERE substr(id, -16) >= 'a'"
+    ).fetchall()
+    assert "mem_nodes_id_random" in str(plan)
+    assert reopened.resolve_id(reopened.short_ids([fact])[fact]) == fact
+    reopened.close()
+
+
+def test_short_ids_collide_only_in_all_sixteen_digits(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    twins = iter([0x1234, 0x1234, 0x12345678, 0x12340000])
+    store = make_store()
+    store._random = lambda: next(twins)  # type: ignore[method-assign]
+    a, b = store.store("fact", "one"), store.store("fact", "two")
+    c, d = store.store("fact", "three"), store.store("fact", "four")
+    short = store.short_ids([a, b, c, d])
+    assert short[a] == a and short[b] == b  # same random part: only the whole ID tells
+    assert short[c] == "f-0000000012345"
+    assert short[d] == "f-0000000012340"
+    assert store.resolve_id(short[c]) == c
+
+
+@pytest.mark.parametrize("ref", ["f-123", "f-12345678901234567", "x-1234", "f-12g4", "-1234"])
+def test_a_malformed_short_id_is_bad_input(store: MemoryStore, ref: str) -> None:
+    store.store("fact", "one")
+    with pytest.raises(BadInputError):
+        store.resolve_id(ref)
+
+
+def test_short_id_resolves_within_its_kind_and_namespace(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    store = make_store()
+    fact = store.store("fact", "one")
+    digits = store.short_ids([fact])[fact].split("-")[1]
+    with pytest.raises(NotFoundError):
+        store.resolve_id(f"d-{digits}")
+    with pytest.raises(NotFoundError):
+        store.resolve_id(f"f-{digits}", namespace="elsewhere")
+    assert store.resolve_id(f"F-{digits.upper()}") == fact
 
 
 def test_session_links_nodes_and_end_queues_consolidation(store: MemoryStore) -> None:
