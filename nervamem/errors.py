@@ -62,5 +62,5 @@ class AmbiguousIdError(NotFoundError):
 
     def __init__(self, prefix: str, candidates: list[str]) -> None:
         shown = ", ".join(candidates[:10]) + (" ..." if len(candidates) > 10 else "")
-        super().__init__(f"ID prefix {prefix!r} is ambiguous: {shown}")
+        super().__init__(f"ID {prefix!r} is ambiguous: {shown}")
         self.candidates = candidates

@@ -138,7 +138,7 @@ def code_for(
 @app.command("code-to")
 def code_to(
     ctx: typer.Context,
-    node_id: Annotated[str, typer.Argument(metavar="ID", help="Node ID or unique prefix.")],
+    node_id: Annotated[str, typer.Argument(metavar="ID", help="Short ID, ID or prefix.")],
     namespace: NsOption = None,
     fmt: FormatOption = None,
 ) -> None:
@@ -146,7 +146,7 @@ def code_to(
 
     \b
     Example:
-      nervamem code-to d_0019f2a3
+      nervamem code-to d-3a9c
     """
     from ..codegraph import code_to as find_anchors
 

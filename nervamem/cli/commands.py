@@ -371,7 +371,7 @@ def timeline(
 @app.command()
 def forget(
     ctx: typer.Context,
-    node_id: Annotated[str, typer.Argument(metavar="ID", help="Node ID or unique prefix.")],
+    node_id: Annotated[str, typer.Argument(metavar="ID", help="Short ID, ID or prefix.")],
     purge: Annotated[
         bool, typer.Option("--purge", help="Delete it for good, leaving no trace on disk.")
     ] = False,
@@ -383,8 +383,8 @@ def forget(
 
     \b
     Example:
-      nervamem forget f_0019f2a3
-      nervamem forget f_0019f2a3 --purge --yes
+      nervamem forget f-3a9c
+      nervamem forget f-3a9c --purge --yes
     """
     output = _format(ctx, fmt)
     with _open(ctx, namespace) as memory:
