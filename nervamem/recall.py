@@ -50,9 +50,9 @@ CONTEXT_WEIGHT = 0.5
 CONTEXT_DECAY = 0.5
 CONTEXT_BEFORE = 0.7
 # A memory that asks a question (its text ends with "?") is answered by what was recorded
-# right after it: it passes QUESTION_FORWARD times the usual share to that memory, and
-# is itself weighed QUESTION_DAMP, as a question only restates what is asked (see
-# session_context).
+# right after it: it passes QUESTION_FORWARD times the usual share to that memory (see
+# session_context), and is itself weighed QUESTION_DAMP, as a question only restates
+# what is asked (recall_api.run_recall, after expansion).
 QUESTION_FORWARD = 2.0
 QUESTION_DAMP = 0.6
 SESSION_WEIGHT = 0.5
@@ -672,8 +672,9 @@ def session_context(
     primary key; never a whole session, so a long session cannot flood the result.
 
     A question is answered by what follows it: a hit that asks one (:func:`asks`) passes
-    QUESTION_FORWARD times the usual share to the memory right after it, and every
-    candidate that asks one is weighed QUESTION_DAMP. "When are you opening the studio?"
+    QUESTION_FORWARD times the usual share to the memory right after it (and the
+    pipeline weighs every candidate that asks one QUESTION_DAMP, after expansion, with or
+    without hops: recall_api.run_recall). "When are you opening the studio?"
     holds the query's words; the reply after it ("The opening night is tomorrow") holds
     the answer and often none of them. No speaker, dialogue or dataset knowledge: only
     the question mark and the order in which a session recorded its memories.
@@ -724,9 +725,6 @@ def session_context(
             result[node_id].relevance += extra
         elif not kinds or rows_by_id[node_id][1] in kinds:
             result[node_id] = Candidate(*rows_by_id[node_id], relevance=extra, via="context")
-    for candidate in result.values():
-        if asks(candidate.content):
-            candidate.relevance *= QUESTION_DAMP
     # Sessions of every candidate (hits outside the fetched windows included).
     missing = [node_id for node_id in result if node_id not in session_of]
     session_of.update(sessions_of(conn, missing))
@@ -747,8 +745,12 @@ def session_context(
 
 
 def asks(text: str) -> bool:
-    """Whether a memory asks a question: its text ends with a question mark."""
-    return text.rstrip().endswith("?")
+    """Whether a memory asks a question: its text ends with a question mark (ASCII or
+    full-width), closing quotes and brackets after it aside (``He asked "why?"``)."""
+    return text.rstrip().rstrip(_CLOSERS).rstrip().endswith(("?", "？"))
+
+
+_CLOSERS = "\"')]}»”’」』"
 
 
 def _fetch_masked(

@@ -101,6 +101,11 @@ def run_recall(
             kinds=kinds,
             width=_expansion_width(budget_tokens),
         )
+    # A question restates what is asked; the memory after it, which session context has
+    # already raised, holds the answer (recall.QUESTION_DAMP).
+    for candidate in found.values():
+        if rank.asks(candidate.content):
+            candidate.relevance *= rank.QUESTION_DAMP
     # An item line costs at least ~8 tokens, so no more than ``head`` items can be
     # packed. Degrees (a hub entity has thousands of edges to count), short IDs and
     # sessions are looked up only for the best 2 x head by the other three factors;

@@ -99,6 +99,17 @@ def test_session_context_brings_the_next_memory_of_the_same_session(
     assert list(item.id for item in store.recall("nightly export fail", hops=0).items) == [question]
 
 
+@pytest.mark.parametrize("hops", [0, 2])
+def test_a_question_without_an_answer_after_it_is_weighed_down(
+    store: MemoryStore, hops: int
+) -> None:
+    statement = store.store("fact", "Nightly export fails on Tuesday.")
+    question = store.store("fact", "Nightly export fails on Tuesday?")
+    items = {i.id: i for i in store.recall("nightly export fails tuesday", hops=hops).items}
+    assert items[statement].relevance == pytest.approx(1.0)
+    assert items[question].relevance == pytest.approx(0.6)  # the same words, asked
+
+
 def test_context_of_a_statement_ranks_below_the_hit(store: MemoryStore) -> None:
     store.start_session("incident")
     hit = store.store("fact", "The nightly export failed on Tuesday.")
@@ -114,6 +125,9 @@ def test_context_of_a_statement_ranks_below_the_hit(store: MemoryStore) -> None:
     [
         ("Why did the export fail?", True),
         ("Why did the export fail?  \n", True),
+        ('He asked "why did it fail?"', True),
+        ("(did it fail?)", True),
+        ("失敗したのはなぜ？", True),
         ("The export failed. Why?", True),
         ("Why? The disk was full.", False),
         ("The export failed", False),
