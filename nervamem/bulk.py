@@ -9,8 +9,8 @@ transaction, and FTS5 flushes its pending index at each one, so one statement pe
 costs about three times what one statement per hundred rows costs.
 
 A buffered row is invisible to SQL until it is flushed. So the buffer is flushed before
-anything that could read it: resolving a reference by ID prefix (a full ID of a
-buffered node is answered from the buffer) and the code bridge. Checks against the
+anything that could read it: resolving a reference by short ID or ID prefix (a full ID
+of a buffered node is answered from the buffer) and the code bridge. Checks against the
 database (is this node already superseded?) also look at the buffer. A new entity is
 written at once, as store() writes it (later names are resolved against it), without
 flushing the buffer: every node gets its ``seq`` from this call, the one SQLite would
@@ -61,7 +61,8 @@ _SUPERSEDABLE = (
 @dataclass(frozen=True)
 class NewMemory:
     """One memory for ``store_many``: the arguments of ``MemoryStore.store``. A reference
-    is a node ID (or unique prefix), or the index of an earlier memory of the same call."""
+    is a node ID (or short ID, or unique prefix), or the index of an earlier memory of the
+    same call."""
 
     kind: str
     content: str

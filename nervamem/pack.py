@@ -50,7 +50,7 @@ SECTION_TITLE = dict(SECTIONS)
 # LoCoMo split at 200 tokens: 24 characters 0.630, 16 and 12 both 0.634 (bench/quality.py).
 HEADER_QUERY_CHARS = 16
 # The fewest characters an item's piece adds besides its content: "- [" + a short ID (at
-# least "f_" and 4 hex digits) + "] " + the 10-character date + " — " + "\n" (no
+# least "f-" and 4 hex digits; "pr-" is longer) + "] " + the 10-character date + " — " + "\n" (no
 # confidence label when it is 1.0, no footnote without a session).
 MIN_PIECE_CHARS = 3 + 6 + 2 + 10 + 3 + 1
 

@@ -320,7 +320,7 @@ class MemoryStore:
         ns = self._ns(namespace)
         prefix = ref.strip().lower()
         if not prefix or len(prefix) > 64 or not set(prefix) <= _ID_CHARS:
-            raise BadInputError(f"{ref[:40]!r} is not a node ID or ID prefix")
+            raise BadInputError(f"{ref[:40]!r} is not a node ID, short ID or ID prefix")
         short = parse_short(prefix)
         if short is None and "-" in prefix:
             raise BadInputError(

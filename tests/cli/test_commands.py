@@ -309,3 +309,25 @@ def test_json_error_line_for_every_spelling_of_the_format_option(cli: Run, args:
     result = cli(*args)
     assert result.exit_code == 2
     assert json.loads(result.stderr)["error"]["code"] == "bad_input"
+
+
+def test_short_ids_shown_by_recall_work_as_arguments(cli: Run, seeded: dict[str, str]) -> None:
+    shown = cli("recall", "auth mechanism", "--format", "json")
+    short = {item["id"]: item["short_id"] for item in json.loads(shown.stdout)["items"]}
+    fact = seeded["fact"]
+    assert short[fact] == "f-" + fact[-16:][: len(short[fact]) - 2]
+    newer = cli("store", "fact", "auth tokens last 30 minutes", "--supersedes", short[fact])
+    assert newer.exit_code == 0, newer.stderr
+    timeline = json.loads(cli("timeline", "auth", "--format", "json").stdout)["items"]
+    assert {i["id"]: i["superseded_by"] for i in timeline}[fact] == newer.stdout.strip()
+    forgot = cli("forget", short[seeded["new"]].upper(), "--format", "json")
+    assert json.loads(forgot.stdout) == {"id": seeded["new"], "purged": False}
+
+
+@pytest.mark.parametrize("ref", ["f-123", "x-1234", "f-12ab-", "f-" + "1" * 17])
+def test_a_malformed_short_id_is_refused_with_one_line(cli: Run, ref: str) -> None:
+    cli("store", "fact", "something")
+    result = cli("forget", ref)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "short ID" in result.stderr

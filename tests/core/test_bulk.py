@@ -193,3 +193,28 @@ def test_sessions_started_in_a_batch_set_state_once_it_commits(
         raise RuntimeError("rolled back")
     assert load_state(db_path).session == second
     assert store.current().session == second
+
+
+def test_short_ids_work_as_references(store: MemoryStore) -> None:
+    session = store.start_session("refs")
+    old = store.store("fact", "tokens last 15 minutes")
+    cause = store.store("decision", "shorter tokens")
+    store.end_session()
+    short = store.short_ids([session, old, cause])
+    (new,) = store.store_many(
+        [
+            NewMemory(
+                "fact",
+                "tokens last 5 minutes",
+                supersedes=short[old],
+                caused_by=[short[cause]],
+                session=short[session],
+            )
+        ]
+    )
+    assert store.get(old).valid_until is not None
+    edges = set(store.connection.execute("SELECT kind, dst FROM mem_edges WHERE src = ?", (new,)))
+    assert {("SUPERSEDES", old), ("OCCURRED_IN", session)} <= edges
+    assert ("CAUSED", new) in set(
+        store.connection.execute("SELECT kind, dst FROM mem_edges WHERE src = ?", (cause,))
+    )

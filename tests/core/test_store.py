@@ -221,6 +221,36 @@ def test_short_ids_collide_only_in_all_sixteen_digits(
     assert store.resolve_id(short[c]) == c
 
 
+def test_an_ambiguous_short_id_lists_the_candidates(make_store: Callable[..., MemoryStore]) -> None:
+    parts = iter([0x1234_0000_0000_0000, 0x1234_1000_0000_0000])
+    store = make_store()
+    store._random = lambda: next(parts)  # type: ignore[method-assign]
+    first, second = store.store("fact", "one"), store.store("fact", "two")
+    with pytest.raises(AmbiguousIdError) as raised:
+        store.resolve_id("f-1234")
+    assert first in str(raised.value) and second in str(raised.value)
+    assert store.short_ids([first, second]) == {first: "f-12340", second: "f-12341"}
+    assert store.resolve_id("f-12341") == second
+
+
+def test_id_lookups_use_the_random_part_index(store: MemoryStore) -> None:
+    """The statements resolve_id and short_ids really run, not hand-written copies."""
+    fact = store.store("fact", "one")
+    statements: list[str] = []
+    conn = store.connection
+    conn.set_trace_callback(statements.append)
+    try:
+        store.resolve_id(store.short_ids([fact])[fact])
+    finally:
+        conn.set_trace_callback(None)
+    lookups = [s for s in statements if "substr(id, -16)" in s]
+    assert len(lookups) == 2, statements
+    for statement in lookups:
+        plan = str(conn.execute("EXPLAIN QUERY PLAN " + statement).fetchall())
+        assert "mem_nodes_id_random" in plan, (statement, plan)
+        assert "SCAN mem_nodes" not in plan, (statement, plan)
+
+
 @pytest.mark.parametrize("ref", ["f-123", "f-12345678901234567", "x-1234", "f-12g4", "-1234"])
 def test_a_malformed_short_id_is_bad_input(store: MemoryStore, ref: str) -> None:
     store.store("fact", "one")
