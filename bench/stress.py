@@ -1,6 +1,6 @@
 """The long version of the reliability tests: load, crashes, lock timeouts.
 
-    python bench/stress.py                 # the documented long run (~5 min on 2 cores)
+    python bench/stress.py                 # the documented long run (~1-2 min on 2 cores)
     python bench/stress.py --quick         # a one-minute smoke run
     python bench/stress.py --json out.json # also write the figures as JSON
 
