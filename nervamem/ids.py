@@ -34,7 +34,7 @@ MIN_SHORT_DIGITS = 4
 _SHORT_REF = re.compile(
     r"^(s|f|d|a|o|e|p|pr)-([0-9a-f]{" + f"{MIN_SHORT_DIGITS},{RANDOM_DIGITS}" + "})$"
 )
-PREFIX_KIND: dict[str, str] = {}  # filled below: "f" -> "fact"
+PREFIX_KIND = {prefix: kind for kind, prefix in KIND_PREFIX.items()}  # "f" -> "fact"
 
 RandomSource = Callable[[], int]
 
@@ -43,9 +43,6 @@ def random_bits() -> int:
     # os.urandom is what secrets.randbits reads too; importing secrets would cost the
     # CLI ~5 ms of start-up (hmac, hashlib, random) on every call.
     return int.from_bytes(os.urandom(8), "big")
-
-
-PREFIX_KIND.update({prefix: kind for kind, prefix in KIND_PREFIX.items()})
 
 
 def make_id(kind: str, epoch_ms: int, random_value: int) -> str:

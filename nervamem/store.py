@@ -70,6 +70,8 @@ DEFAULT_BUSY_TIMEOUT_MS = 15_000
 CACHE_KIB = 65_536
 ENV_BUSY_TIMEOUT = "NERVAMEM_BUSY_TIMEOUT_MS"
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+# The expression that mem_nodes_id_random (m003) indexes: an ID's random part.
+_RANDOM_PART = f"substr(id, -{RANDOM_DIGITS})"
 _NODE_SELECT = (
     "SELECT id, kind, content, namespace, valid_from, valid_until, recorded_at, confidence, "
     "tombstoned, access_count, last_accessed, data FROM mem_nodes"
@@ -332,8 +334,8 @@ class MemoryStore:
             # A range of the random-part index (m003); '+namespace' and 'kind' filter
             # the few rows it holds.
             rows = self._conn.execute(
-                f"SELECT id FROM mem_nodes WHERE substr(id, -{RANDOM_DIGITS}) >= ? "
-                f"AND substr(id, -{RANDOM_DIGITS}) < ? AND +kind = ? AND +namespace = ? "
+                f"SELECT id FROM mem_nodes WHERE {_RANDOM_PART} >= ? "
+                f"AND {_RANDOM_PART} < ? AND +kind = ? AND +namespace = ? "
                 "ORDER BY id LIMIT 11",
                 (digits, digits + "~", kind, ns),
             ).fetchall()
@@ -365,17 +367,16 @@ class MemoryStore:
         whatever its kind or namespace, so it resolves wherever the node does."""
         result: dict[str, str] = {}
         unique = list(dict.fromkeys(ids))
-        tail = f"substr(id, -{RANDOM_DIGITS})"
         for start in range(0, len(unique), 500):
             # One statement per 500 IDs (a recall shows hundreds): two seeks each in the
             # random-part index, for the random parts just before and after its own.
             # '<=' and 'id <>': a twin with the very same random part counts as a
             # neighbour.
             rows = self._conn.execute(
-                f"SELECT q.value, (SELECT max({tail}) FROM mem_nodes WHERE {tail} <= "
-                f"substr(q.value, -{RANDOM_DIGITS}) AND id <> q.value), (SELECT min({tail}) "
-                f"FROM mem_nodes WHERE {tail} > substr(q.value, -{RANDOM_DIGITS})) "
-                "FROM json_each(?) q",
+                f"SELECT q.value, (SELECT max({_RANDOM_PART}) FROM mem_nodes "
+                f"WHERE {_RANDOM_PART} <= substr(q.value, -{RANDOM_DIGITS}) AND id <> q.value), "
+                f"(SELECT min({_RANDOM_PART}) FROM mem_nodes "
+                f"WHERE {_RANDOM_PART} > substr(q.value, -{RANDOM_DIGITS})) FROM json_each(?) q",
                 (json.dumps(unique[start : start + 500]),),
             ).fetchall()
             for node_id, before, after in rows:
