@@ -90,10 +90,23 @@ def m003_id_random_part(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX mem_nodes_id_random ON mem_nodes (substr(id, -16))")
 
 
+def m004_search_index_repair(conn: sqlite3.Connection) -> None:
+    """Stores written by nervamem before this migration ran FTS5's 'optimize' after every
+    purge, which added index levels without bound; past ~1,000 purges FTS5 refuses to load
+    the index and every store and recall fails. Rebuild the index from mem_nodes where
+    its structure has grown (search_index.py); a healthy index is left as it is, so the
+    upgrade costs nothing for stores that never purged much."""
+    from . import search_index
+
+    if not search_index.is_healthy(conn):
+        search_index.rebuild(conn)
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_node_degree", m002_node_degree),
     ("m003_id_random_part", m003_id_random_part),
+    ("m004_search_index_repair", m004_search_index_repair),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import entities as entity_rules
+from . import search_index
 from .errors import (
     AmbiguousIdError,
     BadInputError,
@@ -688,10 +689,14 @@ class MemoryStore:
     def _purge(self, node_id: str) -> None:
         """Hard delete that leaves no trace of the content in any file of the store.
 
-        secure_delete zeroes freed cells and pages; 'optimize' rewrites the FTS5 index
-        so no segment still holds the node's terms; a TRUNCATE checkpoint empties the
-        WAL, whose older frames still hold the content; VACUUM rebuilds the file.
+        secure_delete zeroes the cells and pages this delete frees; 'rebuild' makes the
+        FTS5 index anew so no segment still holds the node's terms; a TRUNCATE
+        checkpoint empties the WAL, whose older frames still hold the content; VACUUM
+        rebuilds the file, which drops the copies that earlier writes left in free space
+        where SQLite was built without SECURE_DELETE (an update that moves a row, an
+        alias taken over; tests/reliability/test_purge.py shows it).
         """
+        secure_before = self._conn.execute("PRAGMA secure_delete").fetchone()[0]
         self._conn.execute("PRAGMA secure_delete = ON")
         try:
             with self._write():
@@ -715,10 +720,13 @@ class MemoryStore:
                 self._conn.execute("DELETE FROM mem_nodes WHERE id = ?", (node_id,))
                 for old in superseded:
                     self._recompute_valid_until(old)
-                self._conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")
+                # 'rebuild' rather than 'optimize': the optimized segment goes one level
+                # above the highest in use, so repeated purges grew the index structure
+                # until FTS5 refused to load it (search_index.py).
+                search_index.rebuild(self._conn)
             self._scrub_files()
         finally:
-            self._conn.execute("PRAGMA secure_delete = OFF")
+            self._conn.execute(f"PRAGMA secure_delete = {int(secure_before)}")
 
     def _recompute_valid_until(self, node_id: str) -> None:
         """valid_until is derived: the earliest valid_from of what supersedes the node."""

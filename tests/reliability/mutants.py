@@ -88,25 +88,23 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     "purge-no-secure-delete": [
         ("nervamem/store.py", '"PRAGMA secure_delete = ON"', '"PRAGMA secure_delete = OFF"', 1),
     ],
-    "purge-no-optimize": [
-        (
-            "nervamem/store.py",
-            """self._conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")""",
-            "pass",
-            1,
-        ),
+    "purge-no-index-rebuild": [
+        ("nervamem/store.py", "search_index.rebuild(self._conn)", "pass", 1),
     ],
     "purge-no-vacuum": [
         ("nervamem/store.py", 'self._conn.execute("VACUUM")', "pass", 1),
     ],
-    "purge-no-secure-delete-optimize-vacuum": [
-        ("nervamem/store.py", '"PRAGMA secure_delete = ON"', '"PRAGMA secure_delete = OFF"', 1),
+    "purge-optimize-index": [  # the cause of the store that 1,000 purges bricked
         (
             "nervamem/store.py",
+            "search_index.rebuild(self._conn)",
             """self._conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")""",
-            "pass",
             1,
         ),
+    ],
+    "purge-no-secure-delete-rebuild-vacuum": [
+        ("nervamem/store.py", '"PRAGMA secure_delete = ON"', '"PRAGMA secure_delete = OFF"', 1),
+        ("nervamem/store.py", "search_index.rebuild(self._conn)", "pass", 1),
         ("nervamem/store.py", 'self._conn.execute("VACUUM")', "pass", 1),
     ],
     "purge-no-secure-delete-no-vacuum": [

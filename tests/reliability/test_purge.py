@@ -10,6 +10,7 @@ for: FTS5 may store a term as a suffix after the prefix it shares with the term 
 
 from __future__ import annotations
 
+import json
 import secrets
 import sqlite3
 import subprocess
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from nervamem import MemoryStore
+from nervamem import MemoryStore, search_index
 
 from . import harness
 
@@ -205,3 +206,134 @@ def test_purge_interrupted_before_the_scrub_leaves_no_trace_after_reopen(
     health = harness.inspect_store(db_path)  # opens and closes the store: a checkpoint
     assert health.ok and target not in health.ids
     assert _traces(db_path.parent, mark) == {}
+
+
+def _levels(db: Path) -> int:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        levels = search_index.structure_levels(conn)
+    finally:
+        conn.close()
+    assert levels is not None
+    return levels
+
+
+def _fts_check(db: Path) -> None:
+    """FTS5's own check of the index against mem_nodes: raises if they disagree."""
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute("INSERT INTO mem_fts (mem_fts, rank) VALUES ('integrity-check', 1)")
+    finally:
+        conn.close()
+
+
+def test_thousands_of_purges_keep_the_index_loadable(db_path: Path) -> None:
+    """Issue 19: 'optimize' after each purge added index levels until, after ~1,000
+    purges among 600 nodes, FTS5 refused to load the index and every store and recall
+    failed. The level count must stay bounded, purge after purge."""
+    with MemoryStore(db_path) as memory:
+        with memory.batch():
+            kept = [
+                memory.store("fact", f"small fact {i} about widget{i % 37}") for i in range(600)
+            ]
+        levels = []
+        for i in range(2000):
+            memory.forget(memory.store("fact", f"fact to purge {i} widget"), purge=True)
+            if i % 200 == 0:
+                levels.append(_levels(db_path))
+        assert max(levels) <= search_index.MAX_HEALTHY_LEVELS, levels
+        after = memory.store("fact", "stored after the purges widget7")
+        recalled = memory.recall("widget7", budget_tokens=2000)
+    assert after in recalled.markdown or any(after.endswith(i.id[-16:]) for i in recalled.items)
+    health = harness.inspect_store(db_path)
+    assert health.ok and set(kept) | {after} <= health.ids and len(health.ids) >= 601
+    _fts_check(db_path)
+
+
+def _brick_like_old_purges(db: Path) -> int:
+    """What ~1,000 purges did to a store before the fix, done directly: a node deleted,
+    then FTS5 'optimize', over and over until FTS5 gives up, with the schema put back at
+    version 3 (before m004). Returns how many rounds that took."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA synchronous = OFF")  # a fixture, not a store to keep
+    try:
+        for round_ in range(1, 5000):
+            try:
+                conn.execute(
+                    "INSERT INTO mem_nodes (id, kind, content, valid_from, recorded_at) "
+                    "VALUES (?, 'fact', ?, '2026-01-01T00:00:00.000Z', "
+                    "'2026-01-01T00:00:00.000Z')",
+                    (f"f_{round_:029x}", f"doomed fact {round_}"),
+                )
+                conn.execute("DELETE FROM mem_nodes WHERE id = ?", (f"f_{round_:029x}",))
+                conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")
+            except sqlite3.DatabaseError:
+                break
+        conn.execute("DELETE FROM mem_migrations WHERE name = 'm004_search_index_repair'")
+        conn.execute("PRAGMA user_version = 3")
+    finally:
+        conn.close()
+    return round_
+
+
+def test_a_store_bricked_by_old_purges_is_repaired_on_open(cli: Run, db_path: Path) -> None:
+    with MemoryStore(db_path) as memory, memory.batch():
+        kept = [memory.store("fact", f"kept fact {i} about gadget{i % 11}") for i in range(300)]
+    rounds = _brick_like_old_purges(db_path)
+    assert 500 < rounds < 4999 and _levels(db_path) > 1000
+    conn = sqlite3.connect(db_path)
+    with pytest.raises(sqlite3.DatabaseError, match="vtable constructor failed: mem_fts"):
+        conn.execute("SELECT count(*) FROM mem_fts WHERE mem_fts MATCH 'gadget3'").fetchone()
+    conn.close()
+
+    # The first command after the upgrade runs migration m004, which rebuilds the index.
+    recalled = cli("recall", "gadget3", "--budget", "4000", "--format", "json")
+    assert recalled.exit_code == 0, recalled.stderr
+    assert len(json.loads(recalled.stdout)["items"]) == len([k for k in range(300) if k % 11 == 3])
+    _store(cli, "fact", "stored after the repair gadget3")
+    assert _levels(db_path) <= search_index.MAX_HEALTHY_LEVELS
+    health = harness.inspect_store(db_path)
+    assert health.ok and set(kept) <= health.ids
+    _fts_check(db_path)
+
+
+def test_purge_leaves_no_trace_without_secure_delete_by_default(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What VACUUM adds. Python's bundled SQLite is built with SECURE_DELETE, but many
+    builds are not: there, a row rewritten by an update (a session's summary) or an alias
+    taken over by a new entity leaves its old bytes in free space, which the purge's own
+    secure_delete cannot reach. VACUUM rewrites the file without them."""
+    real_connect = MemoryStore._connect
+
+    def connect_without_secure_delete(
+        self: MemoryStore, path: Path, *, read_only: bool
+    ) -> sqlite3.Connection:
+        conn = real_connect(self, path, read_only=read_only)
+        conn.execute("PRAGMA secure_delete = OFF")
+        return conn
+
+    monkeypatch.setattr(MemoryStore, "_connect", connect_without_secure_delete)
+    title_mark, entity_mark = _marker(), _marker("Zs")
+    with MemoryStore(db_path) as memory:
+        for i in range(50):
+            memory.store("fact", f"filler fact {i}", entities=[f"Widget{i}x"])
+        session = memory.start_session(f"session {title_mark} " + "pad " * 300)
+        memory.end_session(session, summary="the summary makes the row longer " * 20)
+        first = memory.store("fact", "about the secret", entities=[entity_mark])
+        first_entity = memory.connection.execute(
+            "SELECT dst FROM mem_edges WHERE src = ? AND kind = 'ABOUT'", (first,)
+        ).fetchone()[0]
+        memory.forget(first_entity)
+        for i in range(50):
+            memory.store("fact", f"more filler {i}", entities=[f"Widget{i}y"])
+        second = memory.store("fact", "about the secret again", entities=[entity_mark])
+        second_entity = memory.connection.execute(
+            "SELECT dst FROM mem_edges WHERE src = ? AND kind = 'ABOUT'", (second,)
+        ).fetchone()[0]
+    with MemoryStore(db_path) as memory:
+        for node in (session, second_entity, first_entity):
+            memory.forget(node, purge=True)
+    marks = (title_mark, entity_mark, entity_mark.lower())
+    assert _traces(db_path.parent, *marks) == {}
+    assert harness.inspect_store(db_path).ok
