@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .errors import BadInputError
 from .models import Node
+from .visible import visible
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -114,7 +115,7 @@ class ConsolidationResult:
             lines.append(
                 f"- [{dup.short_id}] duplicate of [{dup.duplicate_of_short}] ({dup.reason})"
             )
-        return "\n".join(lines) + "\n"
+        return visible("\n".join(lines) + "\n")
 
 
 def word_set(text: str) -> frozenset[str]:

@@ -15,9 +15,10 @@ header is refused, never exceeded.
 Layout of an item line (docs/recall.md): ``- [<short id>] <valid_from date> c<confidence>
 ^<n> — <content>``, confidence with as few decimals as it needs (``c0.9``, ``c0.85``)
 and left out when it is full (1.0, the default: most memories), ``^<n>`` the footnote of
-the item's session (none without a session). Every character here is paid for by every
-item: at a 200-token budget these labels and the header decide whether a third or fourth
-memory fits (bench/quality.py measures it).
+the item's session (none without a session); the content on one line, its control
+characters escaped (``\\x1b``, nervamem/visible.py) before it is measured. Every
+character here is paid for by every item: at a 200-token budget these labels and the
+header decide whether a third or fourth memory fits (bench/quality.py measures it).
 Provenance: one line per session, ``^<n>: <session short id>``, numbered in the order
 the items (best first) cite them.
 """
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from .errors import BadInputError
 from .tokens import CharTokenCounter, TokenCounter
+from .visible import visible
 
 if TYPE_CHECKING:  # annotations only (the markdown renderer imports one_line from here)
     from .models import RecallItem
@@ -63,8 +65,10 @@ class Draft(Protocol):
 
 
 def one_line(text: str) -> str:
-    """Collapse all whitespace so content can never break the Markdown structure."""
-    return " ".join(text.split())
+    """Collapse all whitespace so content can never break the Markdown structure, and
+    show control characters escaped so it can never drive the reader's terminal. This is
+    the text that is measured, so the budget counts the escapes too."""
+    return visible(" ".join(text.split()))
 
 
 def header_query(query: str) -> str:

@@ -1,8 +1,14 @@
-"""Rich renderings for people at a terminal. The only module that imports Rich."""
+"""Rich renderings for people at a terminal. The only module that imports Rich.
+
+Every piece of stored or user-supplied text is passed through visible() before Rich sees
+it: Rich prints an escape sequence raw (it strips only BEL, backspace, CR, VT and FF).
+"""
 
 from __future__ import annotations
 
 from typing import Any
+
+from ..visible import visible
 
 
 def render(view: str, payload: Any) -> None:
@@ -16,7 +22,12 @@ def render(view: str, payload: Any) -> None:
 
     console = Console()
     if view == "recall":
-        console.print(Markdown(payload.markdown))
+        # payload.markdown has its controls escaped already (pack.one_line), but a numeric
+        # character reference is the one way Markdown makes a character its source lacks:
+        # "&#x202e;" would become a bidi override, so it is shown as written. A link shows
+        # its target instead of becoming an OSC 8 hyperlink whose target is hidden.
+        text = payload.markdown.replace("&#", "\\&#")
+        console.print(Markdown(text, hyperlinks=False))
         return
     if view == "timeline":
         table = Table(title=f"Timeline ({len(payload)} items)")
@@ -28,7 +39,7 @@ def render(view: str, payload: Any) -> None:
                 item.valid_from[:10],
                 item.valid_until[:10] if item.valid_until else "now",
                 item.kind,
-                Text(item.content),
+                Text(visible(item.content)),
                 item.superseded_by_short or "",
                 style="dim" if item.superseded_by else None,
             )
@@ -39,7 +50,7 @@ def render(view: str, payload: Any) -> None:
         table.add_column("namespace")
         table.add_column("nodes", justify="right")
         for info in payload:
-            table.add_row(Text(info.name), str(info.nodes))
+            table.add_row(Text(visible(info.name)), str(info.nodes))
         console.print(table)
         return
     document = json_renderer.to_document(view, payload)
@@ -56,7 +67,7 @@ def render(view: str, payload: Any) -> None:
 
 def _cell(value: Any) -> str:
     if isinstance(value, dict):
-        return ", ".join(f"{k} {v}" for k, v in value.items()) or "-"
+        return visible(", ".join(f"{k} {v}" for k, v in value.items())) or "-"
     if isinstance(value, (list, tuple)):  # asdict keeps a frozen dataclass's tuples
         return "\n".join(_cell(v) for v in value) or "-"
-    return "-" if value is None else str(value)
+    return "-" if value is None else visible(str(value))
