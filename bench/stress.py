@@ -17,7 +17,14 @@ lost writes, time, integrity - the table that docs/reliability.md records:
 3. crashes: rounds of busy writers and one-shot ``nervamem store`` processes, SIGKILLed
    at random moments, the store checked after every round;
 4. lock timeouts: a writer facing a lock that is never released gives up after
-   NERVAMEM_BUSY_TIMEOUT_MS, with exit 1 and nothing written.
+   NERVAMEM_BUSY_TIMEOUT_MS, with exit 1 and nothing written;
+5. mixed contention: 16, then 32 writers for --mixed-seconds each (default 60): half of
+   them threads running ``nervamem store`` processes one after the other, half
+   long-lived processes that keep one ``MemoryStore`` open and store in a tight loop,
+   plus 4 reader processes. Its own table: does every writer get its turn (lock errors,
+   a CLI store's latency, stores per writer of each kind)?
+
+    python bench/stress.py --only mixed --mixed-seconds 30   # the mixed scenario alone
 
 Exit status 0 when nothing was lost and no check failed, 1 otherwise.
 """
@@ -143,6 +150,75 @@ def lock_timeouts(folder: Path, env: dict[str, str]) -> dict[str, Any]:
     return row
 
 
+def _percentile(times: list[float], fraction: float) -> float:
+    return times[min(len(times) - 1, int(len(times) * fraction))]
+
+
+def mixed_contention(
+    folder: Path, env: dict[str, str], args: argparse.Namespace, writers: int
+) -> dict[str, Any]:
+    db = folder / f"mixed{writers}" / "memory.db"
+    cli, api = writers // 2, writers - writers // 2
+    report = harness.mixed_load(
+        db,
+        env=env,
+        cli_writers=cli,
+        api_writers=api,
+        readers=args.mixed_readers,
+        seconds=args.mixed_seconds,
+        seed=args.seed,
+    )
+    problems = harness.check_run(db, report)
+    stores = [r for r in report.records if r.op == "store"]
+    by_kind = {
+        kind: sorted(r.secs for r in stores if r.extra.get("kind") == kind and r.rc == 0)
+        for kind in ("cli", "api")
+    }
+    locked = [r for r in report.failures if "locked" in r.err]
+    cli_times = by_kind["cli"] or [0.0]
+    api_times = by_kind["api"] or [0.0]
+    return {
+        "scenario": f"mixed contention, {writers} writers",
+        "writers": f"{cli} CLI + {api} API",
+        "readers": args.mixed_readers,
+        "seconds": round(report.seconds, 1),
+        "writes_acknowledged": len(report.acknowledged),
+        "lost": len([p for p in problems if "missing" in p or "other content" in p]),
+        "lock_errors": len(locked),
+        "errors": len(report.failures),
+        "first_lock_error_s": round(min(r.secs for r in locked), 1) if locked else None,
+        "cli_store_ms": [round(_percentile(cli_times, f) * 1000) for f in (0.5, 0.99, 1.0)],
+        "api_store_ms": [round(_percentile(api_times, f) * 1000, 1) for f in (0.5, 0.99, 1.0)],
+        "stores": {"cli": len(by_kind["cli"]), "api": len(by_kind["api"])},
+        "stores_per_writer": {
+            "cli": round(len(by_kind["cli"]) / max(cli, 1)),
+            "api": round(len(by_kind["api"]) / max(api, 1)),
+        },
+        "reads": report.count("recall", "timeline", "stats"),
+        "integrity": "ok" if harness.inspect_store(db).ok else "FAILED",
+        "problems": problems[:10],
+    }
+
+
+def print_mixed(rows: list[dict[str, Any]]) -> None:
+    print(
+        "| writers | time (s) | writes acknowledged | lost | lock errors | other errors | "
+        "CLI store ms (p50 / p99 / max) | API store ms (p50 / p99 / max) | "
+        "stores: CLI / API (per writer) | reads | integrity |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---|---|---|---:|---|")
+    for row in rows:
+        cli_ms = " / ".join(f"{v:g}" for v in row["cli_store_ms"])
+        api_ms = " / ".join(f"{v:g}" for v in row["api_store_ms"])
+        stores, per = row["stores"], row["stores_per_writer"]
+        print(
+            f"| {row['writers']} | {row['seconds']} | {row['writes_acknowledged']} | "
+            f"{row['lost']} | {row['lock_errors']} | {row['errors'] - row['lock_errors']} | "
+            f"{cli_ms} | {api_ms} | {stores['cli']} / {stores['api']} "
+            f"({per['cli']} / {per['api']}) | {row['reads']} | {row['integrity']} |"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -153,6 +229,14 @@ def main() -> int:
     parser.add_argument("--reads", type=int, default=50, help="recalls per fresh reader")
     parser.add_argument("--worker-writes", type=int, default=300)
     parser.add_argument("--crash-rounds", type=int, default=30)
+    parser.add_argument("--mixed-seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--mixed-writers", default="16,32", help="writer counts of the mixed scenario"
+    )
+    parser.add_argument("--mixed-readers", type=int, default=4)
+    parser.add_argument(
+        "--only", choices=("classic", "mixed"), help="run only the first four, or only mixed"
+    )
     parser.add_argument("--seed", type=int, default=20260703)
     parser.add_argument("--quick", action="store_true", help="small numbers: a smoke run")
     parser.add_argument("--json", type=Path, help="also write the figures here")
@@ -161,34 +245,51 @@ def main() -> int:
     if args.quick:
         args.writers, args.writes, args.reads = 4, 8, 8
         args.worker_writes, args.crash_rounds = 40, 5
+        args.mixed_seconds = 10.0
 
     folder = Path(tempfile.mkdtemp(prefix="nervamem-stress-"))
     (folder / "home").mkdir()
     env = harness.clean_env(folder / "home")
     started = time.monotonic()
     rows = []
-    for step in (fresh_processes, busy_workers, crashes):
-        rows.append(step(folder, env, args))
-        print(f"... {rows[-1]['scenario']}: {rows[-1]['seconds']} s", file=sys.stderr, flush=True)
-    rows.append(lock_timeouts(folder, env))
+    if args.only != "mixed":
+        for step in (fresh_processes, busy_workers, crashes):
+            rows.append(step(folder, env, args))
+            print(f"... {rows[-1]['scenario']}: {rows[-1]['seconds']} s", file=sys.stderr)
+        rows.append(lock_timeouts(folder, env))
+    mixed = []
+    if args.only != "classic":
+        for writers in (int(n) for n in args.mixed_writers.split(",")):
+            mixed.append(mixed_contention(folder, env, args, writers))
+            print(f"... {mixed[-1]['scenario']}: {mixed[-1]['seconds']} s", file=sys.stderr)
 
     print(f"\nnervamem stress run, seed {args.seed}, {time.monotonic() - started:.0f} s in all\n")
-    print(
-        "| scenario | commands | writes acknowledged | errors | lost | time (s) | "
-        "write latency ms (median / p95 / max) | integrity |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---|---|")
-    for row in rows:
+    if rows:
         print(
-            f"| {row['scenario']} | {row['commands']} | {row['writes_acknowledged']} | "
-            f"{row['errors']} | {row['lost']} | {row['seconds']} | "
-            f"{row['write_latency_ms']} | {row['integrity']} |"
+            "| scenario | commands | writes acknowledged | errors | lost | time (s) | "
+            "write latency ms (median / p95 / max) | integrity |"
         )
-    print()
-    for row in rows:
-        print(f"- {row['scenario']}: {row['note']}")
-        for problem in row["problems"]:
-            print(f"  - PROBLEM: {problem}")
+        print("|---|---:|---:|---:|---:|---:|---|---|")
+        for row in rows:
+            print(
+                f"| {row['scenario']} | {row['commands']} | {row['writes_acknowledged']} | "
+                f"{row['errors']} | {row['lost']} | {row['seconds']} | "
+                f"{row['write_latency_ms']} | {row['integrity']} |"
+            )
+        print()
+        for row in rows:
+            print(f"- {row['scenario']}: {row['note']}")
+            for problem in row["problems"]:
+                print(f"  - PROBLEM: {problem}")
+    if mixed:
+        print(f"\nMixed contention, {args.mixed_seconds:g} s each, {args.mixed_readers} readers:\n")
+        print_mixed(mixed)
+        for row in mixed:
+            if row["first_lock_error_s"] is not None:
+                print(f"- {row['scenario']}: first lock error after {row['first_lock_error_s']} s")
+            for problem in row["problems"]:
+                print(f"  - PROBLEM: {problem}")
+    rows += mixed
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     if args.keep:

@@ -45,6 +45,7 @@ Invariants a reader must not break:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -60,6 +61,8 @@ from typing import TYPE_CHECKING, Any
 
 from .entities import stripped
 from .errors import BadInputError, NotFoundError
+from .locate import shown_path
+from .visible import visible
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -191,7 +194,7 @@ class IndexResult:
             f"{self.nodes} nodes, {self.edges} CONTAINS edges; {state} {self.graph_path}"
         ]
         lines.extend(f"- {error}" for error in self.errors)
-        return "\n".join(lines) + "\n"
+        return visible("\n".join(lines) + "\n")
 
 
 @dataclass(frozen=True)
@@ -226,7 +229,7 @@ class CodeForResult:
                 f"- [{item.short_id}] {item.valid_from[:10]} · {item.kind} — "
                 f"{_one_line(item.content)} ({where})"
             )
-        return "\n".join(lines) + "\n"
+        return visible("\n".join(lines) + "\n")
 
 
 @dataclass(frozen=True)
@@ -253,7 +256,7 @@ class CodeToResult:
                 f"- {anchor.location} · {anchor.kind or 'symbol'} "
                 f"{anchor.qualname or anchor.graph_node_id}{via}"
             )
-        return "\n".join(lines) + "\n"
+        return visible("\n".join(lines) + "\n")
 
 
 @dataclass(frozen=True)
@@ -295,7 +298,7 @@ class StalenessReport:
             )
         if self.unverifiable:
             lines += ["", f"{self.unverifiable} anchor(s) carry no comparable source hash."]
-        return "\n".join(lines) + "\n"
+        return visible("\n".join(lines) + "\n")
 
 
 def _one_line(text: str) -> str:
@@ -506,7 +509,7 @@ def index_code(store: MemoryStore, root: str | os.PathLike[str] | None = None) -
 
 def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) -> IndexResult:
     base = default_root(graph_path)
-    scan_root = Path(root).expanduser().resolve() if root else base
+    scan_root = _expanded(root).resolve() if root else base
     if not scan_root.exists():
         raise NotFoundError(f"{root} does not exist")
     if not scan_root.is_dir():
@@ -1302,13 +1305,30 @@ def _split_target(target: str) -> tuple[str, int | None]:
     return text, None
 
 
+def _expanded(text: str | os.PathLike[str]) -> Path:
+    """A path the user gave, ~ expanded: ~user of no such user (or ~ with no home
+    folder) is bad input, not an internal error."""
+    try:
+        return Path(text).expanduser()
+    except (RuntimeError, KeyError):
+        raise BadInputError(
+            f"{shown_path(text)} cannot be expanded: no such user or no home folder"
+        ) from None
+
+
 def _root_relative(root: Path, text: str, cwd: Path) -> tuple[str, bool]:
     """A user's path as stored in anchors (relative to root), and whether it is a folder.
     A path that exists relative to the working directory is taken as such; otherwise it
     is read as relative to the root already."""
-    given = Path(text).expanduser()
+    given = _expanded(text)
     on_disk = given if given.is_absolute() else cwd / given
-    if on_disk.exists():
+    try:
+        exists = on_disk.exists()
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+        raise BadInputError(f"{shown_path(text)}: {exc.strerror}") from None
+    if exists:
         resolved = on_disk.resolve()
         rel = _relative_to(resolved, root.resolve())
         if rel is not None:
@@ -1396,6 +1416,8 @@ def code_to(store: MemoryStore, ref: str, *, namespace: str | None = None) -> Co
     own anchors when the node is an entity)."""
     ns = store._ns(namespace)
     node = store.get(ref, namespace=ns)
+    if node.tombstoned:  # forgotten is forgotten everywhere, its anchors included
+        raise NotFoundError(f"{node.id} is forgotten")
     if node.kind == "entity":
         anchors = [_anchor_of(r, node.id, node.content) for r in _anchors_from_data(node.data)]
     else:

@@ -3,6 +3,10 @@
 Order (cli.md): an explicit path (``--db`` / ``MemoryStore(db_path)``), then
 ``NERVAPACK_MEMORY_DB``, then ``.nervapack/memory.db`` found walking up from the working
 directory, then ``~/.nervapack/memory.db``.
+
+A path that cannot name a store file (blank, ending in a separator, ``~user`` of no such
+user) is bad input (exit 2); no home folder for the default store is an unusable store
+(exit 1). Both are refused here, before anything is created.
 """
 
 from __future__ import annotations
@@ -10,17 +14,45 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import BadInputError, StoreError
+
 ENV_DB = "NERVAPACK_MEMORY_DB"
 STORE_DIR = ".nervapack"
 STORE_FILE = "memory.db"
+SHOWN_PATH_CHARS = 80
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """A path for a one-line message: a very long one is cut in the middle."""
+    text = os.fspath(path)
+    if len(text) <= SHOWN_PATH_CHARS:
+        return text
+    return f"{text[:50]}...{text[-20:]} ({len(text)} characters)"
 
 
 def home_store() -> Path:
-    return Path.home() / STORE_DIR / STORE_FILE
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError):
+        # HOME is unset and the user database has no entry for this user ID.
+        raise StoreError(
+            f"cannot place the default store: no home folder (HOME is not set and user ID "
+            f"{os.getuid()} has no entry in the user database); set {ENV_DB} or give --db"
+        ) from None
+    return home / STORE_DIR / STORE_FILE
+
+
+def working_folder() -> Path:
+    try:
+        return Path.cwd()
+    except OSError as exc:  # deleted under us
+        raise StoreError(
+            f"the working folder is unreadable ({exc.strerror or exc}); set {ENV_DB} or give --db"
+        ) from None
 
 
 def find_project_store(start: Path | None = None) -> Path | None:
-    here = (start or Path.cwd()).resolve()
+    here = (start or working_folder()).resolve()
     for folder in (here, *here.parents):
         candidate = folder / STORE_DIR / STORE_FILE
         if candidate.is_file():
@@ -29,9 +61,36 @@ def find_project_store(start: Path | None = None) -> Path | None:
 
 
 def resolve_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
-    if explicit:
-        return Path(explicit).expanduser()
+    if explicit is not None:
+        return given_path(os.fspath(explicit), "the store path")
     from_env = os.environ.get(ENV_DB)
-    if from_env:
-        return Path(from_env).expanduser()
+    if from_env:  # set but empty counts as unset, as for any variable
+        return given_path(from_env, ENV_DB)
     return find_project_store() or home_store()
+
+
+def given_path(text: str, source: str) -> Path:
+    """The store file a user named, ``~`` expanded; BadInputError if it cannot be one."""
+    if not text.strip():
+        raise BadInputError(f"{source} is blank: give the path of a store file")
+    if "\x00" in text:
+        raise BadInputError(f"{source} contains a NUL byte")
+    # Checked on the text: Path("x/") forgets the separator.
+    if text.endswith(("/", os.sep)) or (os.altsep and text.endswith(os.altsep)):
+        raise BadInputError(
+            f"{source} {shown_path(text)} ends with a separator: give the path of a store "
+            "file, not of a folder"
+        )
+    try:
+        path = Path(text).expanduser()
+    except (RuntimeError, KeyError):  # ~user of no such user, or ~ without a home folder
+        user = text[1:].split("/", 1)[0]
+        who = f"no user {user[:40]!r}" if user else "no home folder"
+        raise BadInputError(f"{source} {shown_path(text)} cannot be expanded: {who}") from None
+    if path.name in ("", ".", ".."):
+        raise BadInputError(
+            f"{source} {shown_path(text)} names a folder: give the path of a store file"
+        )
+    if not path.name.strip():
+        raise BadInputError(f"{source} {shown_path(text)} has a blank file name")
+    return path

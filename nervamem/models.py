@@ -111,6 +111,8 @@ class ForgetResult:
 
     id: str
     purged: bool
+    # Purge only: entity nodes that existed only because the purged memory named them.
+    removed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

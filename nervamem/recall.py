@@ -2,9 +2,11 @@
 
 Rules a reader must not break:
 * User text is data, never FTS5 syntax: every term is quoted before MATCH.
-* The temporal mask applies to search hits and expanded neighbours alike. Without
-  ``as_of``: open validity, not superseded, not tombstoned. With ``as_of = T``:
-  ``valid_from <= T < valid_until`` (or open), not tombstoned.
+* The temporal mask applies to search hits and expanded neighbours alike. With
+  ``as_of = T``: ``valid_from <= T < valid_until`` (or open), not tombstoned. Recall
+  without ``--as-of`` passes now as T (recall_api.py): a memory valid from a later date
+  is not true yet. ``as_of = None`` (open validity, not tombstoned, whatever the dates)
+  is code-for's "current memories".
 * Nothing crosses a namespace: every query filters by it.
 """
 

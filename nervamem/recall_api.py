@@ -85,19 +85,23 @@ def run_recall(
         )
     now = store._clock()
     reference = to_datetime(as_of_text) if as_of_text else now
+    # Without --as-of the answer is as of now, with the same mask as --as-of now: a
+    # memory valid only from a later date is not true yet, and one that a later-dated
+    # version supersedes is still true until then.
+    mask_time = as_of_text or format_time(now)
     conn = store.connection
 
     found = rank.search(
-        conn, ns, query, as_of=as_of_text, kinds=kinds, want=_candidate_target(budget_tokens)
+        conn, ns, query, as_of=mask_time, kinds=kinds, want=_candidate_target(budget_tokens)
     )
     if hops > 0 and found:
-        found = rank.session_context(conn, ns, found, as_of=as_of_text, kinds=kinds)
+        found = rank.session_context(conn, ns, found, as_of=mask_time, kinds=kinds)
         found = rank.expand(
             conn,
             ns,
             found,
             hops=hops,
-            as_of=as_of_text,
+            as_of=mask_time,
             kinds=kinds,
             width=_expansion_width(budget_tokens),
         )

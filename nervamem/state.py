@@ -4,6 +4,10 @@ Written atomically (temporary file + rename) as YAML whose values are JSON strin
 the common case is read without importing PyYAML (start-up time matters: every agent
 call is a fresh process). A hand-edited file falls back to a real YAML parse; anything
 that is not a mapping of valid values raises StateError.
+
+Invariant: every read-modify-write of the state (MemoryStore: sessions, ns switch,
+forgetting the active session) reads it again and writes it while holding the store's
+write lock, so that no command writes back a state it read before another's change.
 """
 
 from __future__ import annotations
@@ -86,20 +90,27 @@ def load_state(db_path: Path) -> State:
 
 
 def save_state(db_path: Path, state: State) -> None:
+    """Replace state.yaml atomically. The new file keeps the mode (and, where allowed, the
+    group) of the one it replaces, so that other accounts sharing the store (a hook
+    running as another user) can still read it; a first one gets the umask's default."""
     path = state_path(db_path)
     body = (
         "# nervamem state: the active namespace and session. Written by nervamem.\n"
         f"namespace: {json.dumps(state.namespace)}\n"
         f"session: {json.dumps(state.session)}\n"
     )
-    import tempfile  # writes only: reading the state must stay cheap at start-up
-
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=path.parent)
+        replaced: os.stat_result | None = os.stat(path)
+    except OSError:
+        replaced = None
+    try:
+        fd, tmp = _create_temporary(path.parent, 0o600 if replaced else 0o666)
     except OSError as exc:
         raise StateError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            if replaced is not None:
+                _copy_access(handle.fileno(), tmp, replaced)
             handle.write(body)
             handle.flush()
             os.fsync(handle.fileno())
@@ -112,6 +123,29 @@ def save_state(db_path: Path, state: State) -> None:
         if isinstance(exc, OSError):  # e.g. state.yaml is a directory, or the disk is full
             raise StateError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
+
+
+def _create_temporary(folder: Path, mode: int) -> tuple[int, Path]:
+    """A new file beside state.yaml, created with ``mode`` less the umask (tempfile's
+    mkstemp would force 0600, and reading the umask means changing it, for every
+    thread)."""
+    for _ in range(100):
+        tmp = folder / f".state-{os.urandom(6).hex()}.tmp"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {folder}")
+
+
+def _copy_access(fd: int, tmp: Path, replaced: os.stat_result) -> None:
+    if hasattr(os, "fchown") and os.fstat(fd).st_gid != replaced.st_gid:
+        try:  # allowed when the writer belongs to that group; the mode is kept either way
+            os.fchown(fd, -1, replaced.st_gid)
+        except OSError:
+            pass
+    # After the chown, which may clear bits; a path only where chmod takes no descriptor.
+    os.chmod(fd if os.chmod in os.supports_fd else tmp, replaced.st_mode & 0o777)
 
 
 def _parse_fast(text: str) -> dict[str, Any] | None:
@@ -134,6 +168,10 @@ def _parse_yaml(text: str, path: Path) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else "syntax error"
         raise StateError(f"{path} is not valid YAML ({first}); fix or delete it") from None
+    except RecursionError:  # PyYAML composes nested collections recursively: [[[[...]]]]
+        raise StateError(
+            f"{path} is nested too deeply to be nervamem state; fix or delete it"
+        ) from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):

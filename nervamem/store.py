@@ -13,10 +13,12 @@ namespace.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +31,7 @@ from . import search_index
 from .errors import (
     AmbiguousIdError,
     BadInputError,
+    NervamemError,
     NotFoundError,
     SchemaTooNewError,
     StoreError,
@@ -45,7 +48,7 @@ from .ids import (
     short_form,
 )
 from .kinds import STORABLE_KINDS
-from .locate import resolve_db_path
+from .locate import resolve_db_path, shown_path
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 from .state import State, load_state, save_state, validate_namespace
 from .timeparse import format_time, parse_time
@@ -62,6 +65,7 @@ if TYPE_CHECKING:
         Stats,
         TimelineItem,
     )
+    from .write_queue import WriteQueue
 
 # The result classes of models.py are imported where they are built, not here: building
 # nine frozen dataclasses costs ~7 ms, and `nervamem store` returns a plain ID.
@@ -125,22 +129,30 @@ class MemoryStore:
         self._busy_timeout_ms = busy_timeout_ms
         self.read_only = False
         self.code_anchoring: dict[str, AnchorReport] = {}
+        # Writers take turns in a queue (write_queue.py), made at the first write after
+        # _open(): not while it migrates, so that a file that turns out to be another
+        # program's database gets no lock files beside it.
+        self._write_queue: WriteQueue | None = None
+        self._queue_writes = False
         self._conn = self._open()
+        self._queue_writes = True
 
     # ------------------------------------------------------------------ connection
     def _open(self) -> sqlite3.Connection:
         path = self.path
-        if path.exists() and path.is_dir():
-            raise StoreError(f"{path} is a directory, not a nervamem store")
+        _check_store_file(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot create {path.parent}: {exc.strerror or exc}") from None
+            raise _path_error(exc, f"cannot create {shown_path(path.parent)}") from None
         try:
             conn = self._connect(path, read_only=False)
         except sqlite3.OperationalError as exc:
             if path.exists() and not os.access(path, os.W_OK):
-                conn = self._connect(path, read_only=True)
+                try:
+                    conn = self._connect(path, read_only=True)
+                except sqlite3.DatabaseError as ro_exc:
+                    raise StoreError(f"{path} is read-only and cannot be read: {ro_exc}") from None
                 self.read_only = True
             elif "locked" in str(exc):  # the busy timeout ran out while opening
                 raise self._store_error(exc) from None
@@ -162,11 +174,32 @@ class MemoryStore:
     def _connect(self, path: Path, *, read_only: bool) -> sqlite3.Connection:
         if read_only:
             uri = path.resolve().as_uri() + "?mode=ro"
-            if not os.path.exists(f"{path}-wal") and not os.access(path.parent, os.W_OK):
-                # A WAL store opened read-only needs a -shm file it cannot create in a
-                # read-only folder; with no -wal there, no writer can be active either.
-                uri += "&immutable=1"
+            wal = f"{path}-wal"
+            wal_index_in_memory = False
+            if not os.access(path.parent, os.W_OK) and not (
+                os.path.exists(wal) and os.path.exists(f"{path}-shm")
+            ):
+                # A WAL store opened read-only needs a -shm file (the WAL index), which
+                # SQLite cannot create in a read-only folder (since 3.22 it reads through
+                # an existing read-only one). Without one, no other connection has the
+                # store open.
+                if _wal_has_frames(wal):
+                    # A leftover -wal holds writes not yet in the file. SQLite builds the
+                    # WAL index in memory for a connection in exclusive locking mode
+                    # (wal.html, "WAL without shared memory"); the lock-free VFS lets it
+                    # hold that mode on a file it may only read.
+                    uri += "&vfs=unix-none"
+                    wal_index_in_memory = True
+                else:
+                    # The file alone holds the whole store.
+                    uri += "&immutable=1"
             conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            if wal_index_in_memory:
+                try:  # before the first read, or SQLite looks for the -shm file
+                    conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+                except sqlite3.DatabaseError:
+                    conn.close()
+                    raise
         else:
             conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         try:
@@ -223,6 +256,8 @@ class MemoryStore:
 
     def close(self) -> None:
         self._conn.close()
+        if self._write_queue is not None:
+            self._write_queue.close()
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -249,16 +284,41 @@ class MemoryStore:
 
     @contextmanager
     def _write(self) -> Iterator[None]:
-        """One short write transaction; the write lock is taken up front."""
+        """One short write transaction; the write lock is taken up front, in turn: a
+        writer that commits in a loop cannot keep the others waiting (write_queue.py).
+        The busy timeout bounds the whole wait, queue and SQLite's lock together."""
         if self._in_transaction:
             yield
             return
         if self.read_only:
             raise StoreError(f"{self.path} is read-only; nothing was written")
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000
+        queue = self._write_queue
+        if queue is None and self._queue_writes:
+            from .write_queue import WriteQueue
+
+            queue = self._write_queue = WriteQueue(self.path)
+        if queue is not None and not queue.take_turn(deadline):
+            raise self._store_error(sqlite3.OperationalError("database is locked"))
         try:
-            self._conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise self._store_error(exc) from None
+            # SQLite's lock can still be taken by what does not queue (another program,
+            # a purge's VACUUM, a recall counting accesses): wait for it only as long as
+            # the queue left of the busy timeout.
+            left_ms = max(int((deadline - time.monotonic()) * 1000), 0)
+            waited = left_ms < self._busy_timeout_ms - 1
+            if waited:
+                self._conn.execute(f"PRAGMA busy_timeout = {left_ms}")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            finally:
+                if waited:
+                    self._conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+        except BaseException as exc:
+            if queue is not None:
+                queue.end_turn()
+            if isinstance(exc, sqlite3.Error):
+                raise self._store_error(exc) from None
+            raise
         self._in_transaction = True
         # One reading of the clock per transaction: every ID, recorded_at and default
         # valid_from written by it share the same moment.
@@ -285,6 +345,8 @@ class MemoryStore:
         finally:
             self._in_transaction = False
             self._transaction_time = None
+            if queue is not None:
+                queue.end_turn()
 
     @contextmanager
     def batch(self) -> Iterator[MemoryStore]:
@@ -583,32 +645,30 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ sessions
     def start_session(self, title: str | None = None, *, namespace: str | None = None) -> str:
-        ns = self._ns(namespace)
+        self._ns(namespace)  # a bad name or a broken state.yaml fails before the lock
         text = " ".join((title or "").split())
         _check_text(text, "title")
         with self._write():
+            active = self._reload_state()
+            ns = self._ns(namespace)  # another process may have switched since we started
             now = self._now()
             session_id = self._insert_node(
                 "session", text or f"session {now[:16].replace('T', ' ')}", ns, valid_from=now
             )
-            if ns == self.state.namespace:
+            if ns == active.namespace:
                 self._save_state(State(namespace=ns, session=session_id))
         return session_id
 
     def end_session(self, session: str | None = None, *, summary: str | None = None) -> str:
         if summary is not None:
             _check_text(summary, "summary")
-        ref = session or self.current().session
-        if not ref:
-            raise BadInputError(
-                f"no active session in namespace {self.namespace!r}: pass --session ID"
-            )
-        node = self.get(ref)
-        if node.kind != "session":
-            raise BadInputError(f"{node.id} is a {node.kind}, not a session")
-        if node.data.get("ended_at"):
-            raise BadInputError(f"session {node.id} already ended at {node.data['ended_at']}")
+        self._reload_state()
+        self._session_to_end(session)  # bad input fails before the lock, touching nothing
         with self._write():
+            self._reload_state()
+            # Again under the lock: meanwhile another process may have ended it, or
+            # started the session that is the active one now.
+            node = self._session_to_end(session)
             now = self._now()
             changes: dict[str, Any] = {"ended_at": now}
             if summary:
@@ -619,9 +679,32 @@ class MemoryStore:
                 "VALUES ('consolidate', ?, ?, ?)",
                 (node.id, node.namespace, now),
             )
-            if self.state.session == node.id:
-                self._save_state(State(namespace=self.state.namespace, session=None))
+            active = self.state
+            if active.session == node.id:
+                self._save_state(State(namespace=active.namespace, session=None))
         return node.id
+
+    def _session_to_end(self, session: str | None) -> Node:
+        ref = session or self.current().session
+        if not ref:
+            raise BadInputError(
+                f"no active session in namespace {self.namespace!r}: pass --session ID"
+            )
+        node = self.get(ref)
+        if node.kind != "session":
+            raise BadInputError(f"{node.id} is a {node.kind}, not a session")
+        if node.data.get("ended_at"):
+            raise BadInputError(f"session {node.id} already ended at {node.data['ended_at']}")
+        return node
+
+    def _reload_state(self) -> State:
+        """state.yaml as it is now, not as this object first read it. Inside a write
+        transaction that stays true until COMMIT: every change of the state is made
+        under the write lock. A change this transaction made itself (a batch) is newer
+        than the file, and is kept."""
+        if not self._state_pending:
+            self._state = load_state(self.path)
+        return self.state
 
     def _save_state(self, state: State) -> None:
         if self._in_transaction:
@@ -637,15 +720,19 @@ class MemoryStore:
     # ------------------------------------------------------------------ namespaces
     def switch_namespace(self, name: str) -> CurrentContext:
         ns = validate_namespace(name)
-        if ns == self.state.namespace:  # staying put keeps the active session
-            self._namespace_override = None
-            return self.current()
-        # Switching resets the session so OCCURRED_IN can never cross namespaces.
-        self._save_state(State(namespace=ns, session=None))
+        # Staying put keeps the active session; switching resets it so that OCCURRED_IN
+        # can never cross namespaces.
+        if ns != self._reload_state().namespace:
+            if self.read_only:  # it cannot take the write lock; writes the state as before
+                self._save_state(State(namespace=ns, session=None))
+            else:
+                # The lock every other change of the state holds, so that none of them
+                # writes back, after this switch, a state it read before it.
+                with self._write():
+                    if ns != self._reload_state().namespace:
+                        self._save_state(State(namespace=ns, session=None))
         self._namespace_override = None
-        from .models import CurrentContext
-
-        return CurrentContext(namespace=ns, session=None)
+        return self.current()
 
     def current(self) -> CurrentContext:
         ns = self.namespace
@@ -675,18 +762,19 @@ class MemoryStore:
                 self._tombstone(node_id)
                 self._forget_active_session(node_id)
             return ForgetResult(id=node_id, purged=False)
-        self._purge(node_id)
-        return ForgetResult(id=node_id, purged=True)
+        removed = self._purge(node_id)
+        return ForgetResult(id=node_id, purged=True, removed=removed)
 
     def _forget_active_session(self, node_id: str) -> None:
-        if self.state.session == node_id:
-            self._save_state(State(namespace=self.state.namespace, session=None))
+        active = self._reload_state()
+        if active.session == node_id:
+            self._save_state(State(namespace=active.namespace, session=None))
 
     def _tombstone(self, node_id: str) -> None:
         """Soft delete inside an open write transaction (consolidation)."""
         self._conn.execute("UPDATE mem_nodes SET tombstoned = 1 WHERE id = ?", (node_id,))
 
-    def _purge(self, node_id: str) -> None:
+    def _purge(self, node_id: str) -> tuple[str, ...]:
         """Hard delete that leaves no trace of the content in any file of the store.
 
         secure_delete zeroes the cells and pages this delete frees; 'rebuild' makes the
@@ -717,7 +805,10 @@ class MemoryStore:
                     (self._now(), node_id),
                 )
                 self._forget_active_session(node_id)
-                self._conn.execute("DELETE FROM mem_nodes WHERE id = ?", (node_id,))
+                removed = self._entities_only_named_by(node_id)
+                self._conn.executemany(
+                    "DELETE FROM mem_nodes WHERE id = ?", [(i,) for i in (node_id, *removed)]
+                )
                 for old in superseded:
                     self._recompute_valid_until(old)
                 # 'rebuild' rather than 'optimize': the optimized segment goes one level
@@ -727,6 +818,24 @@ class MemoryStore:
             self._scrub_files()
         finally:
             self._conn.execute(f"PRAGMA secure_delete = {int(secure_before)}")
+        return removed
+
+    def _entities_only_named_by(self, node_id: str) -> tuple[str, ...]:
+        """Entities that exist only because this memory named them: created by the same
+        write (one clock reading per transaction, so the same recorded_at) and linked to
+        nothing else. A purge removes them too, or the name of a person or a secret would
+        stay recallable. An entity stored on its own, or named by any other memory,
+        stays."""
+        rows = self._conn.execute(
+            "SELECT ent.id FROM mem_edges e JOIN mem_nodes ent ON ent.id = e.dst "
+            "JOIN mem_nodes purged ON purged.id = e.src "
+            "WHERE e.src = ?1 AND e.kind = 'ABOUT' AND ent.kind = 'entity' "
+            "AND ent.recorded_at = purged.recorded_at "
+            "AND NOT EXISTS (SELECT 1 FROM mem_edges o WHERE o.dst = ent.id AND o.src <> ?1) "
+            "AND NOT EXISTS (SELECT 1 FROM mem_edges o WHERE o.src = ent.id) ORDER BY ent.id",
+            (node_id,),
+        ).fetchall()
+        return tuple(str(row[0]) for row in rows)
 
     def _recompute_valid_until(self, node_id: str) -> None:
         """valid_until is derived: the earliest valid_from of what supersedes the node."""
@@ -809,8 +918,10 @@ class MemoryStore:
         )
         edges = dict(
             self._conn.execute(
+                # An edge of a forgotten node is forgotten with it.
                 "SELECT e.kind, count(*) FROM mem_edges e JOIN mem_nodes n ON n.id = e.src "
-                "WHERE n.namespace = ? GROUP BY e.kind",
+                "JOIN mem_nodes d ON d.id = e.dst "
+                "WHERE n.namespace = ? AND n.tombstoned = 0 AND d.tombstoned = 0 GROUP BY e.kind",
                 (ns,),
             ).fetchall()
         )
@@ -865,6 +976,55 @@ def _switch_to_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
             if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise
         time.sleep(0.01)
+
+
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
+WAL_HEADER_BYTES = 32
+WAL_FRAME_HEADER_BYTES = 24
+MIN_PAGE_BYTES = 512
+
+
+def _check_store_file(path: Path) -> None:
+    """Refuse a path that exists but is not a regular file before SQLite touches it: it
+    would open /dev/null and leave /dev/null-journal behind, or wait on a named pipe."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return  # created on first use; a parent that is a file fails at mkdir
+    except OSError as exc:
+        raise _path_error(exc, f"cannot use {shown_path(path)}") from None
+    if not stat.S_ISREG(mode):
+        what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+        raise StoreError(f"{shown_path(path)} is {what}, not a nervamem store")
+
+
+def _path_error(exc: OSError, doing: str) -> NervamemError:
+    if exc.errno == errno.ENAMETOOLONG:  # the path the user gave, not the store, is wrong
+        return BadInputError(f"{doing}: the path is too long for this system")
+    return StoreError(f"{doing}: {exc.strerror or exc}")
+
+
+def _wal_has_frames(wal: str) -> bool:
+    """Whether a -wal file holds at least one whole frame. SQLite ignores a shorter one
+    (nothing in it was ever committed); one that cannot be read is assumed to matter."""
+    try:
+        with open(wal, "rb") as handle:
+            header = handle.read(WAL_HEADER_BYTES)
+            size = os.fstat(handle.fileno()).st_size
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    if len(header) < WAL_HEADER_BYTES:
+        return False
+    page = max(int.from_bytes(header[8:12], "big"), MIN_PAGE_BYTES)
+    return size >= WAL_HEADER_BYTES + WAL_FRAME_HEADER_BYTES + page
 
 
 def _busy_timeout_from_env() -> int:

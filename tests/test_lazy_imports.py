@@ -149,7 +149,9 @@ def test_lazy_models_are_ordinary_frozen_dataclasses() -> None:
         is not node.data
     )
     assert pickle.loads(pickle.dumps(node)) == node
-    assert repr(models.ForgetResult("f_1", True)) == "ForgetResult(id='f_1', purged=True)"
+    assert (
+        repr(models.ForgetResult("f_1", True)) == "ForgetResult(id='f_1', purged=True, removed=())"
+    )
     with pytest.raises(dataclasses.FrozenInstanceError):
         node.content = "y"  # type: ignore[misc]
     with pytest.raises(AttributeError):

@@ -7,7 +7,6 @@ import copy
 import gc
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -16,6 +15,7 @@ from .. import __version__
 from ..errors import BadInputError
 from ..kinds import NODE_KINDS, STORABLE_KINDS
 from ..render import emit, resolve_format
+from ..visible import visible
 from .edge import NervamemGroup
 
 if TYPE_CHECKING:
@@ -200,21 +200,24 @@ def init(
       nervamem init            # project store in the current folder
       nervamem init --global   # ~/.nervapack/memory.db
     """
-    from ..locate import ENV_DB, STORE_DIR, STORE_FILE, home_store
+    from ..locate import (
+        ENV_DB,
+        STORE_DIR,
+        STORE_FILE,
+        home_store,
+        resolve_db_path,
+        working_folder,
+    )
     from ..models import InitResult
 
     settings = _settings(ctx)
     output = _format(ctx, fmt)
     if global_:
         target = home_store()
-    elif settings.db:
-        target = Path(settings.db).expanduser()
+    elif settings.db is not None or os.environ.get(ENV_DB):
+        target = resolve_db_path(settings.db)  # refuses a blank path or a folder's
     else:
-        import os
-
-        target = Path(os.environ[ENV_DB]) if os.environ.get(ENV_DB) else Path.cwd()
-        if not os.environ.get(ENV_DB):
-            target = target / STORE_DIR / STORE_FILE
+        target = working_folder() / STORE_DIR / STORE_FILE
     existed = target.exists()
     store_factory(str(target), None).close()
     emit("init", InitResult(db_path=str(target.resolve()), created=not existed), output)
@@ -298,7 +301,8 @@ def store(
         )
         anchoring = memory.code_anchoring.get(node_id)
     for warning in anchoring.warnings if anchoring else ():
-        sys.stderr.write(f"nervamem: warning: {warning}\n")
+        # Warnings name entities (user text) and go to a person's terminal.
+        sys.stderr.write(f"nervamem: warning: {visible(warning)}\n")
     emit("id", node_id, output)
 
 

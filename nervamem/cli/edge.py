@@ -13,6 +13,7 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from ..errors import ExitCode, NervamemError
+from ..visible import visible
 
 ENV_DEBUG = "NERVAMEM_DEBUG"
 
@@ -33,7 +34,9 @@ def _wants_json(args: Sequence[str]) -> bool:
 
 
 def report(code: str, exit_code: int, message: str, args: Sequence[str]) -> None:
-    message = " ".join(message.split())
+    # A message may echo what the user typed (an ID, an option, a path): one line, its
+    # controls escaped, in the JSON form too, since stderr is usually a person's terminal.
+    message = visible(" ".join(message.split()))
     if _wants_json(args):
         from ..render.json import error_line
 
@@ -120,9 +123,18 @@ class NervamemGroup(TyperGroup):
                 report("store_unavailable", 1, f"the store cannot be used: {exc}", argv)
                 sys.exit(1)
             if isinstance(exc, OSError) and exc.filename:
-                # e.g. a read-only or full folder beside the store: unusable, exit 1.
+                import errno
+
+                from ..locate import shown_path
+
                 reason = exc.strerror or type(exc).__name__
-                report("store_unavailable", 1, f"cannot use {exc.filename}: {reason}", argv)
+                where = shown_path(str(exc.filename))
+                if exc.errno == errno.ENAMETOOLONG:
+                    # A path given on the command line that no file can have: bad input.
+                    report("bad_input", 2, f"cannot use {where}: {reason}", argv)
+                    sys.exit(2)
+                # e.g. a read-only or full folder beside the store: unusable, exit 1.
+                report("store_unavailable", 1, f"cannot use {where}: {reason}", argv)
                 sys.exit(1)
             report("internal", 1, f"internal error: {type(exc).__name__}: {exc}", argv)
             sys.exit(1)

@@ -1,8 +1,14 @@
-"""Markdown (plain text) renderings: what agents read and what pipes get by default."""
+"""Markdown (plain text) renderings: what agents read and what pipes get by default.
+
+Whatever a view holds, :func:`render` returns it with control characters escaped
+(nervamem/visible.py): the text may reach a person's terminal.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from ..visible import visible
 
 if TYPE_CHECKING:  # annotations only: `store` prints an ID without building the models
     from ..models import (
@@ -43,6 +49,10 @@ def _stats(stats: Stats) -> str:
 
 
 def render(view: str, payload: Any) -> str:
+    return visible(_render(view, payload))
+
+
+def _render(view: str, payload: Any) -> str:
     if view == "id":
         return f"{payload}\n"
     if view == "recall":
@@ -53,7 +63,9 @@ def render(view: str, payload: Any) -> str:
         return _stats(payload)
     if view == "forget":
         result: ForgetResult = payload
-        return f"{'purged' if result.purged else 'forgot'} {result.id}\n"
+        lines = [f"{'purged' if result.purged else 'forgot'} {result.id}"]
+        lines += [f"purged {entity} (an entity only it named)" for entity in result.removed]
+        return "\n".join(lines) + "\n"
     if view == "ns_list":
         infos: list[NamespaceInfo] = payload
         return "".join(f"{info.name}\t{info.nodes}\n" for info in infos)

@@ -321,7 +321,7 @@ def test_short_ids_shown_by_recall_work_as_arguments(cli: Run, seeded: dict[str,
     timeline = json.loads(cli("timeline", "auth", "--format", "json").stdout)["items"]
     assert {i["id"]: i["superseded_by"] for i in timeline}[fact] == newer.stdout.strip()
     forgot = cli("forget", short[seeded["new"]].upper(), "--format", "json")
-    assert json.loads(forgot.stdout) == {"id": seeded["new"], "purged": False}
+    assert json.loads(forgot.stdout) == {"id": seeded["new"], "purged": False, "removed": []}
 
 
 @pytest.mark.parametrize("ref", ["f-123", "x-1234", "f-12ab-", "f-" + "1" * 17])

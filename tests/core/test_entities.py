@@ -79,3 +79,83 @@ def test_forgotten_entity_is_replaced_by_a_new_one(store: MemoryStore) -> None:
     second = store.store("fact", "cache is warm", entities=["Cache"])
     (live,) = [e for e in entity_ids(store) if e != first]
     assert live != first and second
+
+
+# Digits are identifiers: case and separators fold, digits and the boundaries between
+# digit runs never do (issue 19, item 5).
+DIFFERENT_NUMBERS = [
+    ("func_101_4", "func_10_14"),
+    ("func_10_14", "func_101_4"),
+    ("v1_2", "v12"),
+    ("v12", "v1_2"),
+    ("release 1.2.3", "release 12.3"),
+    ("Port8080", "port_80_80"),
+]
+SAME_NUMBERS = [
+    ("func_101_4", "Func101-4"),
+    ("func_101_4", "FUNC 101 4"),
+    ("v1_2", "V1.2"),
+    ("v1-2", "v1 2"),
+    ("release 1.2.3", "Release1.2.3"),
+    ("Port8080", "port_8080"),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), DIFFERENT_NUMBERS)
+def test_different_numbers_are_different_entities(
+    store: MemoryStore, first: str, second: str
+) -> None:
+    store.store("fact", "a", entities=[first])
+    store.store("fact", "b", entities=[second])
+    names = sorted(store.connection.execute("SELECT content FROM mem_nodes WHERE kind='entity'"))
+    assert names == sorted([(first,), (second,)])
+
+
+@pytest.mark.parametrize(("first", "second"), SAME_NUMBERS)
+def test_separators_around_numbers_still_fold(store: MemoryStore, first: str, second: str) -> None:
+    store.store("fact", "a", entities=[first])
+    store.store("fact", "b", entities=[second])
+    assert len(entity_ids(store)) == 1
+
+
+def test_store_many_resolves_numbers_as_store_does(store: MemoryStore) -> None:
+    from nervamem.bulk import NewMemory
+
+    names = ["func_101_4", "func_10_14", "Func101-4", "v1_2", "v12", "V1.2"]
+    store.store_many([NewMemory("fact", f"m {n}", entities=[n]) for n in names])
+    rows = store.connection.execute(
+        "SELECT n.content, e.dst FROM mem_edges e JOIN mem_nodes n ON n.id = e.src "
+        "WHERE e.kind = 'ABOUT' ORDER BY n.seq"
+    ).fetchall()
+    entity_of = {content[2:]: dst for content, dst in rows}
+    assert entity_of["Func101-4"] == entity_of["func_101_4"] != entity_of["func_10_14"]
+    assert entity_of["V1.2"] == entity_of["v1_2"] != entity_of["v12"]
+
+
+def _as_made_by_the_old_rule(store: MemoryStore, name: str) -> str:
+    """An entity as stores made before issue 19 hold it: aliases original, slug, snake
+    and the stripped form that joins digit runs (func_101_4 -> func1014)."""
+    entity_id = store.store("entity", name)
+    conn = store.connection
+    with store.batch():
+        conn.execute("DELETE FROM mem_aliases WHERE entity_id = ?", (entity_id,))
+        for alias in {name, basic_slug(name), camel_to_snake(name), stripped(name)}:
+            conn.execute(
+                "INSERT INTO mem_aliases (namespace, alias, entity_id) VALUES ('default', ?, ?)",
+                (alias, entity_id),
+            )
+    return entity_id
+
+
+def test_an_older_stores_stripped_alias_does_not_join_numbers(store: MemoryStore) -> None:
+    old = _as_made_by_the_old_rule(store, "func_101_4")
+    assert store.connection.execute(
+        "SELECT entity_id FROM mem_aliases WHERE alias = 'func1014'"
+    ).fetchone() == (old,)
+    # Its stripped alias still finds it for spellings with the same numbers ...
+    assert store.store("entity", "Func101-4") == old
+    assert store.store("entity", "func101_4") == old
+    # ... but never for other numbers, however the old alias spells them.
+    assert store.store("entity", "func_10_14") != old
+    assert store.store("entity", "func1014") != old
+    assert len(entity_ids(store)) == 3

@@ -119,11 +119,17 @@ def test_namespaces_never_leak_and_current_is_current(tmp_path_factory, spec, qu
     store = build(tmp_path_factory.mktemp("ns"), spec)
     try:
         for ns in ("a", "b"):
-            for item in store.recall(query, budget_tokens=2000, namespace=ns).items:
-                row = store.connection.execute(
-                    "SELECT namespace, valid_until, tombstoned FROM mem_nodes WHERE id = ?",
+            # Without as_of, "current" is "valid now" (some valid_from dates are ahead).
+            before = format_time(datetime.now(timezone.utc))
+            items = store.recall(query, budget_tokens=2000, namespace=ns).items
+            after = format_time(datetime.now(timezone.utc))
+            for item in items:
+                namespace, valid_from, valid_until, tombstoned = store.connection.execute(
+                    "SELECT namespace, valid_from, valid_until, tombstoned FROM mem_nodes "
+                    "WHERE id = ?",
                     (item.id,),
                 ).fetchone()
-                assert row == (ns, None, 0)
+                assert (namespace, tombstoned) == (ns, 0)
+                assert valid_from <= after and (valid_until is None or valid_until > before)
     finally:
         store.close()

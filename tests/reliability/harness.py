@@ -418,6 +418,84 @@ def worker_load(
     return report
 
 
+def mixed_load(
+    db: Path,
+    *,
+    env: dict[str, str],
+    cli_writers: int,
+    api_writers: int,
+    readers: int,
+    seconds: float,
+    seed: int = 0,
+) -> RunReport:
+    """Writers of both kinds for ``seconds``, all released at the same moment:
+    ``cli_writers`` threads each run ``nervamem store`` processes one after the other
+    (every agent call is a fresh process), ``api_writers`` long-lived processes each keep
+    one ``MemoryStore`` open and store in a tight loop, and ``readers`` long-lived
+    processes recall, time and count. A store record's ``extra["kind"]`` says which kind
+    of writer made it ("cli" or "api")."""
+    if not db.exists():
+        code, _, err, _ = run_fresh(["--db", str(db), "init"], env=env)
+        assert code == 0, err
+    start_at = time.time() + 1.5  # every interpreter has imported nervamem by then
+    end_at = start_at + seconds
+    timing = ["--seconds", str(seconds)]
+    procs = [
+        spawn_worker(db, "api-writer", env=env, wid=w, seed=seed, start_at=start_at, options=timing)
+        for w in range(api_writers)
+    ]
+    procs += [
+        spawn_worker(
+            db, "reader", env=env, wid=100 + r, seed=seed, start_at=start_at, options=timing
+        )
+        for r in range(readers)
+    ]
+    report = RunReport()
+    lock = threading.Lock()
+
+    def cli_loop(wid: int) -> None:
+        time.sleep(max(start_at - time.time(), 0))
+        i = 0
+        while time.time() < end_at:
+            content = f"c{wid}n{i}s{seed} fresh process write"
+            args = ["--db", str(db), "store", "fact", content, "-e", "SharedService"]
+            code, out, err, secs = run_fresh(args, env=env, timeout=seconds + 120)
+            record = Record("store", code, err.strip(), out.strip(), content, secs, code is None)
+            record.extra["kind"] = "cli"
+            with lock:
+                report.records.append(record)
+            i += 1
+
+    outputs: list[tuple[bytes, bool]] = []
+
+    def collect(proc: subprocess.Popen[bytes]) -> None:
+        # Read while the worker runs: a full pipe would stop a fast writer.
+        try:
+            out, err = proc.communicate(timeout=max(end_at + 120 - time.time(), 1))
+            killed = False
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            killed = True
+        with lock:
+            if proc.returncode not in (0, -signal.SIGKILL) or (err and not killed):
+                report.records.append(Record("worker", proc.returncode, err.decode()[-2000:]))
+            outputs.append((out, killed))
+
+    threads = [threading.Thread(target=cli_loop, args=(w,)) for w in range(cli_writers)]
+    threads += [threading.Thread(target=collect, args=(proc,)) for proc in procs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    report.seconds = time.time() - start_at
+    for out, killed in outputs:
+        if killed:
+            report.records.append(Record("worker", None, "worker hung", killed=True))
+        report.records.extend(worker_records(out, killed=killed))
+    return report
+
+
 # ---------------------------------------------------------------------------- crashes
 def crash_rounds(
     db: Path,

@@ -146,19 +146,20 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
             1,
         ),
     ],
+    # Recall masks as of a moment (now without --as-of): the as_of branch of mask_sql.
     "mask-keeps-tombstoned": [
         (
             "nervamem/recall.py",
-            'return f"{alias}.tombstoned = 0 AND {alias}.valid_until IS NULL", []',
-            'return f"{alias}.tombstoned >= 0 AND {alias}.valid_until IS NULL", []',
+            'f"{alias}.tombstoned = 0 AND {alias}.valid_from <= ? "',
+            'f"{alias}.tombstoned >= 0 AND {alias}.valid_from <= ? "',
             1,
         ),
     ],
     "mask-keeps-superseded": [
         (
             "nervamem/recall.py",
-            'return f"{alias}.tombstoned = 0 AND {alias}.valid_until IS NULL", []',
-            'return f"{alias}.tombstoned = 0", []',
+            'f"AND ({alias}.valid_until IS NULL OR {alias}.valid_until > ?)"',
+            'f"AND ({alias}.valid_until IS NULL OR {alias}.valid_until > ? OR 1)"',
             1,
         ),
     ],
@@ -206,6 +207,12 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
             "return {}",
             1,
         ),
+    ],
+    "write-queue-never-insists": [  # writers out of turn forever: SQLite's unfairness again
+        ("nervamem/write_queue.py", "PATIENCE = 0.1\n", "PATIENCE = 1e9\n", 1),
+    ],
+    "write-queue-off": [
+        ("nervamem/store.py", "self._queue_writes = True", "self._queue_writes = False", 1),
     ],
 }
 

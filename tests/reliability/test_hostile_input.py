@@ -125,7 +125,8 @@ def seeded(seeded_template: tuple[Path, dict[str, str]], db_path: Path) -> dict[
     commands."""
     folder, ids = seeded_template
     shutil.copytree(folder, db_path.parent)
-    assert {p.name for p in db_path.parent.iterdir()} == {"memory.db", "state.yaml"}
+    names = {p.name for p in db_path.parent.iterdir()}
+    assert names == {"memory.db", "state.yaml", "memory.db-queue", "memory.db-lock"}
     return ids
 
 

@@ -276,8 +276,11 @@ def _brick_like_old_purges(db: Path) -> int:
     return round_
 
 
-def test_a_store_bricked_by_old_purges_is_repaired_on_open(cli: Run, db_path: Path) -> None:
-    with MemoryStore(db_path) as memory, memory.batch():
+def test_a_store_bricked_by_old_purges_is_repaired_on_open(
+    cli: Run, db_path: Path, clock: Callable[[], Any]
+) -> None:
+    # The CLI's clock: recall answers as of its now, which must not precede the facts.
+    with MemoryStore(db_path, clock=clock) as memory, memory.batch():
         kept = [memory.store("fact", f"kept fact {i} about gadget{i % 11}") for i in range(300)]
     rounds = _brick_like_old_purges(db_path)
     assert 500 < rounds < 4999 and _levels(db_path) > 1000

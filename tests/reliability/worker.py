@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import hashlib
 import io
+import itertools
 import json
 import random
 import sys
@@ -125,9 +126,42 @@ def writer(args: argparse.Namespace, rng: random.Random) -> None:
                     report(_outcome("verify", code, "", err, started, id=node, found=found))
 
 
+def turns(args: argparse.Namespace) -> range | itertools.count[int]:
+    """``--ops`` turns, or as many as fit before ``--start-at`` + ``--seconds``."""
+    return itertools.count() if args.seconds else range(args.ops)
+
+
+def time_is_up(args: argparse.Namespace) -> bool:
+    return bool(args.seconds) and time.time() >= args.start_at + args.seconds
+
+
+def api_writer(args: argparse.Namespace, rng: random.Random) -> None:
+    """One long-lived ``MemoryStore`` storing in a tight loop, as an agent framework
+    that keeps the store open does: the writer that loops commits back to back."""
+    from nervamem import MemoryStore
+    from nervamem.errors import StoreError
+
+    with MemoryStore(args.db) as memory:
+        for i in turns(args):
+            if time_is_up(args):
+                break
+            content = f"a{args.wid}n{i}s{args.seed} {' '.join(rng.sample(COMMON_WORDS, 2))}"
+            started = time.monotonic()
+            try:
+                node = memory.store("fact", content, entities=[rng.choice(ENTITIES)])
+            except StoreError as exc:
+                report(_outcome("store", 1, "", str(exc), started, kind="api"))
+                continue
+            report(
+                _outcome("store", 0, node, "", started, id=node, sha=digest(content), kind="api")
+            )
+
+
 def reader(args: argparse.Namespace, rng: random.Random) -> None:
     db = ["--db", args.db]
-    for _ in range(args.ops):
+    for _ in turns(args):
+        if time_is_up(args):
+            break
         started = time.monotonic()
         roll = rng.random()
         if roll < 0.7:
@@ -152,10 +186,11 @@ def reader(args: argparse.Namespace, rng: random.Random) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", required=True)
-    parser.add_argument("--role", choices=("writer", "reader"), required=True)
+    parser.add_argument("--role", choices=("writer", "reader", "api-writer"), required=True)
     parser.add_argument("--wid", type=int, default=0)
     parser.add_argument("--ops", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seconds", type=float, default=0.0, help="run this long, not --ops")
     parser.add_argument("--start-at", type=float, default=0.0, help="epoch seconds")
     parser.add_argument("--verify", type=float, default=0.0, help="read-back probability")
     parser.add_argument("--big", type=float, default=0.0, help="probability of ~250 KB")
@@ -169,7 +204,7 @@ def main() -> None:
     if delay > 0:
         time.sleep(delay)
     report({"op": "ready"})
-    (writer if args.role == "writer" else reader)(args, rng)
+    {"writer": writer, "reader": reader, "api-writer": api_writer}[args.role](args, rng)
     report({"op": "done"})
 
 
