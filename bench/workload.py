@@ -553,7 +553,7 @@ def session_memories(
     newer version in this call, else its ID in ``current`` (topic -> newest stored ID);
     caused_by points at earlier memories of the same session. Also returns topic ->
     index of its newest version in the list. Call it inside ``store.batch()``."""
-    from nervamem.bulk import NewMemory
+    from nervamem.writing import NewMemory
 
     memories: list[NewMemory] = []
     keys: dict[str, int] = {}

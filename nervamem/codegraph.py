@@ -59,13 +59,15 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from . import nodes
 from .entities import stripped
 from .errors import BadInputError, NotFoundError
 from .locate import shown_path
+from .storage import rows
 from .visible import visible
 
 if TYPE_CHECKING:
-    from .store import MemoryStore
+    from .storage.sqlite import Storage
 
 GRAPH_FILE = "graph.graphml"
 SIDECAR_FILE = "graph-index.sqlite"
@@ -471,8 +473,8 @@ def _inside_venv(root: Path, parts: Sequence[str], cache: dict[Path, bool]) -> b
 
 
 # --------------------------------------------------------------------------- paths
-def graph_path_for(store: MemoryStore) -> Path:
-    return store.path.parent / GRAPH_FILE
+def graph_path_for(storage: Storage) -> Path:
+    return storage.path.parent / GRAPH_FILE
 
 
 def default_root(graph_path: Path) -> Path:
@@ -501,10 +503,10 @@ def _source_path(root: Path, file_path: str) -> Path:
 
 
 # --------------------------------------------------------------------------- indexing
-def index_code(store: MemoryStore, root: str | os.PathLike[str] | None = None) -> IndexResult:
+def index_code(storage: Storage, root: str | os.PathLike[str] | None = None) -> IndexResult:
     """Write the code graph of ``root`` (default: the folder holding the store's folder)
     beside the store, reusing the nodes of files unchanged since the last index."""
-    return build_index(graph_path_for(store), root)
+    return build_index(graph_path_for(storage), root)
 
 
 def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) -> IndexResult:
@@ -1099,7 +1101,7 @@ def _nearest(candidates: list[CodeSymbol], line: int | None) -> CodeSymbol:
 
 # --------------------------------------------------------------------------- anchoring
 def anchor_entities(
-    store: MemoryStore,
+    storage: Storage,
     node_id: str,
     entity_ids: Sequence[tuple[str, str]],
     graph_path: Path,
@@ -1122,7 +1124,7 @@ def anchor_entities(
         anchors_all: list[CodeAnchor] = []
         ambiguous: list[str] = []
         warnings: list[str] = []
-        conn = store.connection
+        conn = storage.connection
         for entity_id, names in names_by_entity.items():
             row = conn.execute(
                 "SELECT content FROM mem_nodes WHERE id = ?", (entity_id,)
@@ -1153,9 +1155,10 @@ def anchor_entities(
                 matched = matched[:MAX_ANCHORS_PER_NAME]
             anchors = [_anchor_now(symbol, index, live) for symbol in matched]
             records = [anchor.record() for anchor in anchors]
-            store._link(node_id, entity_id, "TOUCHES", {"anchors": records})
+            rows.link(storage, node_id, entity_id, "TOUCHES", {"anchors": records})
             first = records[0]
-            store._update_data(
+            rows.update_data(
+                storage,
                 entity_id,
                 {
                     "file_path": first["file_path"],
@@ -1165,7 +1168,7 @@ def anchor_entities(
                     "source_hash": first["source_hash"],
                     "anchors": records,
                     "ambiguous": len(records) > 1,
-                    "anchored_at": store._now(),
+                    "anchored_at": storage.now(),
                 },
             )
             anchors_all += [replace(a, entity_id=entity_id, entity=entity_name) for a in anchors]
@@ -1247,7 +1250,7 @@ class _Touch:
 
 
 def _touches(
-    store: MemoryStore, namespace: str, *, memory_id: str | None = None, needle: str | None = None
+    storage: Storage, namespace: str, *, memory_id: str | None = None, needle: str | None = None
 ) -> list[_Touch]:
     """TOUCHES edges of current memories in the namespace, with their anchors (the edge's
     own record, else the entity's)."""
@@ -1270,17 +1273,17 @@ def _touches(
         args += [needle, needle]
     sql += " ORDER BY n.recorded_at, n.id, ent.id"
     touches: list[_Touch] = []
-    for row in store.connection.execute(sql, args).fetchall():
+    for row in storage.connection.execute(sql, args).fetchall():
         records = _anchors_from_data(json.loads(row[5])) or _anchors_from_data(json.loads(row[8]))
         anchors = tuple(_anchor_of(r, str(row[6]), str(row[7])) for r in records)
         touches.append(_Touch(row[0], row[1], row[2], row[3], row[4], anchors))
     return touches
 
 
-def code_root(store: MemoryStore) -> Path:
+def code_root(storage: Storage) -> Path:
     """Where anchored file paths are resolved: the graph's recorded root, else the
     folder that holds the store's folder."""
-    graph_path = graph_path_for(store)
+    graph_path = graph_path_for(storage)
     if graph_path.is_file():
         try:
             with open_code_index(graph_path) as index:
@@ -1339,12 +1342,12 @@ def _root_relative(root: Path, text: str, cwd: Path) -> tuple[str, bool]:
 
 
 def code_for(
-    store: MemoryStore, target: str, *, namespace: str | None = None, cwd: Path | None = None
+    storage: Storage, target: str, *, namespace: str | None = None, cwd: Path | None = None
 ) -> CodeForResult:
     """Current memories anchored to a file (or folder), or to the code around a line."""
     file_text, line = _split_target(target)
-    ns = store._ns(namespace)
-    root = code_root(store)
+    ns = storage.namespace_for(namespace)
+    root = code_root(storage)
     file_path, is_dir = _root_relative(root, file_text, cwd or Path.cwd())
     if is_dir and line is not None:
         raise BadInputError(f"{file_text} is a folder: a line needs a file")
@@ -1365,7 +1368,7 @@ def code_for(
 
     items: list[tuple[_Touch, list[CodeAnchor]]] = []
     merged: dict[str, tuple[_Touch, list[CodeAnchor]]] = {}
-    for touch in _touches(store, ns, needle=file_path or None):
+    for touch in _touches(storage, ns, needle=file_path or None):
         hits = [a for a in touch.anchors if wanted(a)]
         if not hits:
             continue
@@ -1375,7 +1378,7 @@ def code_for(
             merged[touch.memory_id] = (touch, hits)
             items.append(merged[touch.memory_id])
     items.sort(key=lambda pair: (pair[0].recorded_at, pair[0].memory_id), reverse=True)
-    short = store.short_ids([touch.memory_id for touch, _ in items])
+    short = nodes.short_ids(storage, [touch.memory_id for touch, _ in items])
     return CodeForResult(
         file_path=file_path + ("/" if is_dir and file_path else ""),
         line=line,
@@ -1411,17 +1414,17 @@ def _unique(anchors: Iterable[CodeAnchor]) -> list[CodeAnchor]:
     return result
 
 
-def code_to(store: MemoryStore, ref: str, *, namespace: str | None = None) -> CodeToResult:
+def code_to(storage: Storage, ref: str, *, namespace: str | None = None) -> CodeToResult:
     """Where in the code a memory is anchored: its TOUCHES edges' anchors (an entity's
     own anchors when the node is an entity)."""
-    ns = store._ns(namespace)
-    node = store.get(ref, namespace=ns)
+    ns = storage.namespace_for(namespace)
+    node = nodes.get(storage, ref, namespace=ns)
     if node.tombstoned:  # forgotten is forgotten everywhere, its anchors included
         raise NotFoundError(f"{node.id} is forgotten")
     if node.kind == "entity":
         anchors = [_anchor_of(r, node.id, node.content) for r in _anchors_from_data(node.data)]
     else:
-        rows = store.connection.execute(
+        rows = storage.connection.execute(
             "SELECT e.data, ent.id, ent.content, ent.data FROM mem_edges e "
             "JOIN mem_nodes ent ON ent.id = e.dst WHERE e.src = ? AND e.kind = 'TOUCHES' "
             "ORDER BY ent.content, ent.id",
@@ -1435,22 +1438,22 @@ def code_to(store: MemoryStore, ref: str, *, namespace: str | None = None) -> Co
             anchors += [_anchor_of(r, str(entity_id), str(entity)) for r in records]
     return CodeToResult(
         id=node.id,
-        short_id=store.short_ids([node.id])[node.id],
+        short_id=nodes.short_ids(storage, [node.id])[node.id],
         kind=node.kind,
         content=node.content,
         anchors=tuple(_unique(anchors)),
     )
 
 
-def verify_staleness(store: MemoryStore, *, namespace: str | None = None) -> StalenessReport:
+def verify_staleness(storage: Storage, *, namespace: str | None = None) -> StalenessReport:
     """Check every anchored current memory against the source files as they are now."""
-    ns = store._ns(namespace)
-    live = LiveSource(code_root(store))
+    ns = storage.namespace_for(namespace)
+    live = LiveSource(code_root(storage))
     memories: set[str] = set()
     anchors_checked = unverifiable = 0
     stale: list[tuple[_Touch, CodeAnchor, str, str]] = []
     seen: set[tuple[str, str]] = set()
-    for touch in _touches(store, ns):
+    for touch in _touches(storage, ns):
         for anchor in touch.anchors:
             key = (touch.memory_id, anchor.graph_node_id)
             if key in seen:
@@ -1465,7 +1468,7 @@ def verify_staleness(store: MemoryStore, *, namespace: str | None = None) -> Sta
                 unverifiable += 1
                 continue
             stale.append((touch, anchor, verdict[0], verdict[1]))
-    short = store.short_ids([touch.memory_id for touch, *_ in stale])
+    short = nodes.short_ids(storage, [touch.memory_id for touch, *_ in stale])
     return StalenessReport(
         checked=len(memories),
         anchors_checked=anchors_checked,

@@ -33,12 +33,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from . import forgetting, nodes
 from .errors import BadInputError
 from .models import Node
+from .storage import rows
 from .visible import visible
 
 if TYPE_CHECKING:
-    from .store import MemoryStore
+    from .storage.sqlite import Storage
 
 ENTRY_POINT_GROUP = "nervamem.consolidators"
 DEFAULT_STRATEGY = "rule-based"
@@ -146,9 +148,9 @@ class RuleBasedConsolidator:
         for node in session.nodes:
             by_kind.setdefault(node.kind, []).append(node)
         found: list[Duplicate] = []
-        for nodes in by_kind.values():
+        for same_kind in by_kind.values():
             kept: list[tuple[Node, frozenset[str]]] = []
-            for node in sorted(nodes, key=lambda n: (n.recorded_at, n.id), reverse=True):
+            for node in sorted(same_kind, key=lambda n: (n.recorded_at, n.id), reverse=True):
                 words = word_set(node.content)
                 best: tuple[float, Node] | None = None
                 for other, other_words in kept:
@@ -229,7 +231,7 @@ def load_consolidator(name: str = DEFAULT_STRATEGY) -> Consolidator:
 
 
 def consolidate(
-    store: MemoryStore,
+    storage: Storage,
     *,
     strategy: str | Consolidator = DEFAULT_STRATEGY,
     dry_run: bool = False,
@@ -238,11 +240,11 @@ def consolidate(
 ) -> ConsolidationResult:
     """Process the pending consolidation jobs of the namespace in use (or of all)."""
     consolidator = load_consolidator(strategy) if isinstance(strategy, str) else strategy
-    ns = None if all_namespaces else store._ns(namespace)
-    jobs = _pending_jobs(store, ns)
+    ns = None if all_namespaces else storage.namespace_for(namespace)
+    jobs = _pending_jobs(storage, ns)
     plans: list[tuple[int, SessionSnapshot, list[Duplicate]]] = []
     for job_id, session_id, job_ns in jobs:
-        snapshot = _snapshot(store, session_id, job_ns)
+        snapshot = _snapshot(storage, session_id, job_ns)
         proposals = list(consolidator.find_duplicates(snapshot)) if snapshot.nodes else []
         plans.append((job_id, snapshot, _validated(consolidator.name, snapshot, proposals)))
 
@@ -252,20 +254,21 @@ def consolidate(
         processed = len(plans)
         applied = [dup for _, _, dups in plans for dup in dups]
     elif plans:
-        with store._write():
-            now = store._now()
+        with storage.transaction():
+            now = storage.now()
             for job_id, _snapshot_of_job, dups in plans:
-                still_pending = store.connection.execute(
+                still_pending = storage.connection.execute(
                     "SELECT 1 FROM mem_review_queue WHERE job_id = ? AND status = 'pending'",
                     (job_id,),
                 ).fetchone()
                 if not still_pending:
                     continue  # another process consumed it meanwhile
                 for dup in dups:
-                    if not _both_live(store, dup):
+                    if not _both_live(storage, dup):
                         continue
-                    store._tombstone(dup.tombstone)
-                    store._update_data(
+                    forgetting.tombstone(storage, dup.tombstone)
+                    rows.update_data(
+                        storage,
                         dup.tombstone,
                         {
                             "duplicate_of": dup.keep,
@@ -274,14 +277,14 @@ def consolidate(
                         },
                     )
                     applied.append(dup)
-                store.connection.execute(
+                storage.connection.execute(
                     "UPDATE mem_review_queue SET status = 'done', processed_at = ? "
                     "WHERE job_id = ?",
                     (now, job_id),
                 )
                 processed += 1
     sessions = tuple(snapshot.session_id for _, snapshot, _ in plans)
-    short = store.short_ids([i for dup in applied for i in (dup.tombstone, dup.keep)])
+    short = nodes.short_ids(storage, [i for dup in applied for i in (dup.tombstone, dup.keep)])
     return ConsolidationResult(
         strategy=consolidator.name,
         dry_run=dry_run,
@@ -303,7 +306,7 @@ def consolidate(
     )
 
 
-def _pending_jobs(store: MemoryStore, namespace: str | None) -> list[tuple[int, str, str]]:
+def _pending_jobs(storage: Storage, namespace: str | None) -> list[tuple[int, str, str]]:
     sql = (
         "SELECT job_id, session_id, namespace FROM mem_review_queue "
         "WHERE status = 'pending' AND kind = 'consolidate'"
@@ -312,20 +315,20 @@ def _pending_jobs(store: MemoryStore, namespace: str | None) -> list[tuple[int, 
     if namespace is not None:
         sql += " AND namespace = ?"
         params = (namespace,)
-    rows = store.connection.execute(sql + " ORDER BY job_id", params).fetchall()
+    rows = storage.connection.execute(sql + " ORDER BY job_id", params).fetchall()
     return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
 
-def _snapshot(store: MemoryStore, session_id: str, namespace: str) -> SessionSnapshot:
-    from .store import _NODE_SELECT, _row_to_node
+def _snapshot(storage: Storage, session_id: str, namespace: str) -> SessionSnapshot:
+    from .nodes import NODE_SELECT, row_to_node
 
-    conn = store.connection
+    conn = storage.connection
     rows = conn.execute(
-        _NODE_SELECT + " WHERE id IN (SELECT src FROM mem_edges WHERE dst = ? AND "
+        NODE_SELECT + " WHERE id IN (SELECT src FROM mem_edges WHERE dst = ? AND "
         "kind = 'OCCURRED_IN') AND namespace = ? AND tombstoned = 0 ORDER BY recorded_at, id",
         (session_id, namespace),
     ).fetchall()
-    nodes = tuple(_row_to_node(row) for row in rows)
+    nodes = tuple(row_to_node(row) for row in rows)
     ids = [node.id for node in nodes]
     links: set[tuple[str, str]] = set()
     if len(ids) > 1:
@@ -370,8 +373,8 @@ def _validated(
     return result
 
 
-def _both_live(store: MemoryStore, dup: Duplicate) -> bool:
-    count = store.connection.execute(
+def _both_live(storage: Storage, dup: Duplicate) -> bool:
+    count = storage.connection.execute(
         "SELECT count(*) FROM mem_nodes WHERE id IN (?, ?) AND tombstoned = 0",
         (dup.tombstone, dup.keep),
     ).fetchone()[0]

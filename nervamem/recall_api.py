@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from . import nodes
 from . import recall as rank
 from .errors import BadInputError
 from .models import NODE_KINDS, RecallItem, RecallResult, TimelineItem
@@ -17,7 +18,7 @@ from .timeparse import format_time, parse_time, to_datetime
 from .tokens import get_counter
 
 if TYPE_CHECKING:
-    from .store import MemoryStore
+    from .storage.sqlite import Storage
 
 MAX_BUDGET = 1_000_000
 MAX_HOPS = 5
@@ -56,7 +57,7 @@ def _expansion_width(budget: int) -> int:
 
 
 def run_recall(
-    store: MemoryStore,
+    storage: Storage,
     query: str,
     *,
     budget_tokens: int,
@@ -75,7 +76,7 @@ def run_recall(
             raise BadInputError(f"unknown kind {kind[:40]!r}: use one of {', '.join(NODE_KINDS)}")
     _check_query(query)
     counter = get_counter(tokenizer)
-    ns = store._ns(namespace)
+    ns = storage.namespace_for(namespace)
     as_of_text = None
     if as_of is not None:
         as_of_text = (
@@ -83,13 +84,13 @@ def run_recall(
             if isinstance(as_of, datetime)
             else parse_time(as_of, option="--as-of")
         )
-    now = store._clock()
+    now = storage.clock()
     reference = to_datetime(as_of_text) if as_of_text else now
     # Without --as-of the answer is as of now, with the same mask as --as-of now: a
     # memory valid only from a later date is not true yet, and one that a later-dated
     # version supersedes is still true until then.
     mask_time = as_of_text or format_time(now)
-    conn = store.connection
+    conn = storage.connection
 
     found = rank.search(
         conn, ns, query, as_of=mask_time, kinds=kinds, want=_candidate_target(budget_tokens)
@@ -152,7 +153,7 @@ def run_recall(
         if index not in items:
             chunk = scored[index : index + COMPLETE_CHUNK]
             sessions = rank.sessions_of(conn, [s[4].id for s in chunk])
-            short = store.short_ids([*(s[4].id for s in chunk), *sessions.values()])
+            short = nodes.short_ids(storage, [*(s[4].id for s in chunk), *sessions.values()])
             for offset, (score, r, f, c, cand) in enumerate(chunk, start=index):
                 items[offset] = RecallItem(
                     id=cand.id,
@@ -177,7 +178,7 @@ def run_recall(
     as_of_label = (as_of_text or format_time(now))[:10]
     drafts = [s[4] for s in scored]
     chosen, markdown, used = pack(query, as_of_label, drafts, budget_tokens, counter, complete)
-    _touch(store, [item.id for item in chosen])
+    _touch(storage, [item.id for item in chosen])
     return RecallResult(
         query=query,
         as_of=as_of_text,
@@ -189,16 +190,16 @@ def run_recall(
     )
 
 
-def _touch(store: MemoryStore, ids: list[str]) -> None:
+def _touch(storage: Storage, ids: list[str]) -> None:
     """Count the access of the returned nodes only. A read must not fail because the
     store is read-only or briefly locked, so this bookkeeping is best effort."""
-    if not ids or store.read_only:
+    if not ids or storage.read_only:
         return
-    conn = store.connection
-    now = store._now()
+    conn = storage.connection
+    now = storage.now()
     sql = "UPDATE mem_nodes SET access_count = access_count + 1, last_accessed = ? WHERE id = ?"
     rows = [(now, node_id) for node_id in ids]
-    if store._in_transaction:
+    if storage.in_transaction:
         # Inside the caller's batch: its transaction commits this too. BEGIN here would
         # fail, and the ROLLBACK below would throw away the caller's writes.
         conn.executemany(sql, rows)
@@ -218,17 +219,17 @@ def _touch(store: MemoryStore, ids: list[str]) -> None:
             conn.execute("ROLLBACK")
     finally:
         conn.execute(f"PRAGMA synchronous = {int(synchronous)}")
-        conn.execute(f"PRAGMA busy_timeout = {store._busy_timeout_ms}")
+        conn.execute(f"PRAGMA busy_timeout = {storage.busy_timeout_ms}")
 
 
 def run_timeline(
-    store: MemoryStore, query: str, *, namespace: str | None, limit: int
+    storage: Storage, query: str, *, namespace: str | None, limit: int
 ) -> list[TimelineItem]:
     if not 1 <= limit <= 100_000:
         raise BadInputError(f"--limit must be between 1 and 100000, not {limit}")
     _check_query(query)
-    ns = store._ns(namespace)
-    conn = store.connection
+    ns = storage.namespace_for(namespace)
+    conn = storage.connection
     hits = rank.search(conn, ns, query, as_of=None, kinds=None, want=limit, apply_mask=False)
     ids = set(list(hits)[:limit])
     # Every version of what matched: follow SUPERSEDES both ways, transitively.
@@ -254,7 +255,7 @@ def run_timeline(
         f"AND +n.namespace = ? AND n.tombstoned = 0 ORDER BY n.valid_from, n.recorded_at, n.id",
         [*ids, ns],
     ).fetchall()
-    short = store.short_ids([r[0] for r in rows] + [r[6] for r in rows if r[6]])
+    short = nodes.short_ids(storage, [r[0] for r in rows] + [r[6] for r in rows if r[6]])
     items = [
         TimelineItem(
             id=r[0],

@@ -55,12 +55,10 @@ def consolidate(
       nervamem consolidate --dry-run
       nervamem consolidate --format json
     """
-    from ..consolidate import consolidate as run_consolidation
-
     output = _format(ctx, fmt)
     with _open(ctx, namespace) as memory:
-        result = run_consolidation(
-            memory, strategy=strategy, dry_run=dry_run, all_namespaces=all_namespaces
+        result = memory.consolidate(
+            strategy=strategy, dry_run=dry_run, all_namespaces=all_namespaces
         )
     emit("consolidate", result, output)
 
@@ -99,11 +97,9 @@ def code_index(
       nervamem code index
       nervamem code index src/
     """
-    from ..codegraph import index_code
-
     output = _format(ctx, fmt)
     with _open(ctx) as memory:
-        result = index_code(memory, root)
+        result = memory.index_code(root)
     emit("code_index", result, output)
 
 
@@ -127,11 +123,9 @@ def code_for(
       nervamem code-for nervamem/store.py
       nervamem code-for nervamem/store.py:120 --format json
     """
-    from ..codegraph import code_for as find_memories
-
     output = _format(ctx, fmt)
     with _open(ctx, namespace) as memory:
-        result = find_memories(memory, target)
+        result = memory.code_for(target)
     emit("code_for", result, output)
 
 
@@ -148,11 +142,9 @@ def code_to(
     Example:
       nervamem code-to d-3a9c
     """
-    from ..codegraph import code_to as find_anchors
-
     output = _format(ctx, fmt)
     with _open(ctx, namespace) as memory:
-        result = find_anchors(memory, node_id)
+        result = memory.code_to(node_id)
     emit("code_to", result, output)
 
 
@@ -170,9 +162,7 @@ def verify_staleness(
     Example:
       nervamem verify-staleness --format json
     """
-    from ..codegraph import verify_staleness as verify
-
     output = _format(ctx, fmt)
     with _open(ctx, namespace) as memory:
-        result = verify(memory)
+        result = memory.verify_staleness()
     emit("verify_staleness", result, output)

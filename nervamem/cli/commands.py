@@ -285,7 +285,7 @@ def store(
     output = _format(ctx, fmt)
     text = _read_stdin("content") if content == "-" else content
     with _open(ctx, namespace) as memory:
-        node_id = memory.store(
+        node_id, anchoring = memory.store_anchored(
             kind,
             text,
             entities=entity or (),
@@ -299,7 +299,6 @@ def store(
             rejected=rejected or (),
             session=session,
         )
-        anchoring = memory.code_anchoring.get(node_id)
     for warning in anchoring.warnings if anchoring else ():
         # Warnings name entities (user text) and go to a person's terminal.
         sys.stderr.write(f"nervamem: warning: {visible(warning)}\n")

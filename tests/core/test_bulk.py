@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from nervamem import MemoryStore
-from nervamem.bulk import NewMemory
 from nervamem.errors import BadInputError, NotFoundError
 from nervamem.state import load_state
+from nervamem.writing import NewMemory
 from tests.conftest import CountingRandom, FakeClock
 
 

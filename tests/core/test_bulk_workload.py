@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from nervamem import MemoryStore, bulk
-from nervamem.bulk import NewMemory
+from nervamem import MemoryStore
+from nervamem import writing as bulk
 from nervamem.ids import ID_PATTERN
+from nervamem.writing import NewMemory
 from tests.conftest import CountingRandom, FakeClock
 from tests.core.test_bulk import dump, replay
 
@@ -204,7 +205,6 @@ def test_references_to_written_nodes_as_store_calls(
 def test_with_the_code_bridge_as_store_calls(tmp_path: Path) -> None:
     """Beside a code graph each memory's entities are anchored as it is stored: new
     entities, buffered rows and TOUCHES edges interleave as with store() calls."""
-    from nervamem.codegraph import index_code
     from tests.core.test_codegraph import make_repo
 
     dumps = []
@@ -213,7 +213,7 @@ def test_with_the_code_bridge_as_store_calls(tmp_path: Path) -> None:
         store = MemoryStore(
             repo / ".nervapack" / "memory.db", clock=FakeClock(), random_source=CountingRandom()
         )
-        index_code(store)
+        store.index_code()
         memories = [
             NewMemory("fact", "login returns a token", entities=["AuthService.login"]),
             NewMemory("decision", "cache loads", entities=["pkg.storage", "NotCode"]),

@@ -16,13 +16,9 @@ from nervamem import MemoryStore, NotFoundError
 from nervamem.codegraph import (
     CodeSymbol,
     build_index,
-    code_for,
-    code_to,
-    index_code,
     open_code_index,
     python_symbols,
     read_graphml,
-    verify_staleness,
 )
 from nervamem.errors import BadInputError
 
@@ -99,7 +95,7 @@ def memory(repo: Path, make_store: Callable[..., MemoryStore]) -> MemoryStore:
 
 @pytest.fixture
 def indexed(memory: MemoryStore) -> MemoryStore:
-    index_code(memory)
+    memory.index_code()
     return memory
 
 
@@ -201,15 +197,15 @@ def test_index_writes_a_networkx_graph_of_the_files_git_would_track(
 
 
 def test_reindex_reuses_unchanged_files(memory: MemoryStore, repo: Path) -> None:
-    first = index_code(memory)
+    first = memory.index_code()
     assert (first.files, first.parsed, first.reused, first.written) == (3, 3, 0, True)
-    again = index_code(memory)
+    again = memory.index_code()
     assert (again.parsed, again.reused, again.written) == (0, 3, False)
     edit(repo / "pkg" / "storage.py", "return key", "return key.upper()")
-    after_edit = index_code(memory)
+    after_edit = memory.index_code()
     assert (after_edit.parsed, after_edit.reused, after_edit.written) == (1, 2, True)
     (repo / "pkg" / "storage.py").unlink()
-    after_delete = index_code(memory)
+    after_delete = memory.index_code()
     assert after_delete.files == 2
     _, symbols = read_graphml(repo / ".nervapack" / "graph.graphml")
     assert not [s for s in symbols if s.file_path == "pkg/storage.py"]
@@ -232,7 +228,7 @@ def test_index_outside_git_walks_and_skips_venvs(tmp_path: Path) -> None:
 
 def test_index_reports_syntax_errors_and_keeps_going(memory: MemoryStore, repo: Path) -> None:
     (repo / "pkg" / "broken.py").write_text("def broken(:\n")
-    result = index_code(memory)
+    result = memory.index_code()
     assert result.files == 4
     assert result.errors and result.errors[0].startswith("pkg/broken.py: SyntaxError")
 
@@ -240,7 +236,7 @@ def test_index_reports_syntax_errors_and_keeps_going(memory: MemoryStore, repo: 
 def test_index_of_a_subfolder_keeps_paths_relative_to_the_repository(
     memory: MemoryStore, repo: Path
 ) -> None:
-    result = index_code(memory, repo / "pkg")
+    result = memory.index_code(repo / "pkg")
     assert result.files == 3
     _, symbols = read_graphml(repo / ".nervapack" / "graph.graphml")
     assert "pkg/auth.py::load" in {s.node_id for s in symbols}
@@ -248,14 +244,16 @@ def test_index_of_a_subfolder_keeps_paths_relative_to_the_repository(
 
 def test_a_missing_root_is_not_found(memory: MemoryStore, repo: Path) -> None:
     with pytest.raises(NotFoundError):
-        index_code(memory, repo / "nowhere")
+        memory.index_code(repo / "nowhere")
     with pytest.raises(BadInputError):
-        index_code(memory, repo / "pkg" / "auth.py")
+        memory.index_code(repo / "pkg" / "auth.py")
 
 
 # ----------------------------------------------------------------------------- anchoring
 def test_store_anchors_matching_entities_with_touches(indexed: MemoryStore) -> None:
-    node = indexed.store("decision", "Tokens carry the user name", entities=["AuthService"])
+    node, report = indexed.store_anchored(
+        "decision", "Tokens carry the user name", entities=["AuthService"]
+    )
     [(entity_id, edge)] = touches(indexed, node)
     entity = indexed.get(entity_id)
     assert entity.content == "AuthService"
@@ -265,7 +263,7 @@ def test_store_anchors_matching_entities_with_touches(indexed: MemoryStore) -> N
     assert len(entity.data["source_hash"]) == 16
     assert entity.data["ambiguous"] is False
     assert edge["anchors"] == entity.data["anchors"]
-    assert indexed.code_anchoring[node].warnings == ()
+    assert report is not None and report.warnings == ()
 
 
 @pytest.mark.parametrize(
@@ -302,7 +300,7 @@ def test_names_that_are_not_code_get_no_touches(indexed: MemoryStore) -> None:
 
 
 def test_an_ambiguous_bare_name_anchors_to_each_candidate(indexed: MemoryStore) -> None:
-    node = indexed.store("fact", "load never caches", entities=["load"])
+    node, report = indexed.store_anchored("fact", "load never caches", entities=["load"])
     [(entity_id, edge)] = touches(indexed, node)
     ids = [a["graph_node_id"] for a in edge["anchors"]]  # type: ignore[attr-defined]
     assert ids == ["pkg/auth.py::load", "pkg/storage.py::load"]
@@ -310,22 +308,25 @@ def test_an_ambiguous_bare_name_anchors_to_each_candidate(indexed: MemoryStore) 
     assert entity.data["ambiguous"] is True
     assert entity.data["graph_node_id"] == "pkg/auth.py::load"
     assert [a["graph_node_id"] for a in entity.data["anchors"]] == ids
-    report = indexed.code_anchoring[node]
-    assert report.ambiguous == ("load",)
+    assert report is not None and report.ambiguous == ("load",)
     assert "ambiguous" in report.warnings[0] and "anchored to each" in report.warnings[0]
 
 
 def test_without_a_graph_touches_are_skipped_silently(memory: MemoryStore) -> None:
-    node = memory.store("decision", "Tokens carry the user name", entities=["AuthService"])
+    node, report = memory.store_anchored(
+        "decision", "Tokens carry the user name", entities=["AuthService"]
+    )
     assert touches(memory, node) == []
-    assert node not in memory.code_anchoring
+    assert report is None
 
 
 def test_an_unreadable_graph_never_fails_store(memory: MemoryStore, repo: Path) -> None:
     (repo / ".nervapack" / "graph.graphml").write_text("<graphml><node")
-    node = memory.store("decision", "Tokens carry the user name", entities=["AuthService"])
+    node, report = memory.store_anchored(
+        "decision", "Tokens carry the user name", entities=["AuthService"]
+    )
     assert touches(memory, node) == []
-    assert "unreadable" in memory.code_anchoring[node].warnings[0]
+    assert report is not None and "unreadable" in report.warnings[0]
     assert memory.get(node).content == "Tokens carry the user name"
 
 
@@ -339,7 +340,7 @@ def test_anchoring_records_the_source_as_it_is_when_stored(
     [(_, edge)] = touches(indexed, node)
     anchor = edge["anchors"][0]  # type: ignore[index]
     assert (anchor["start_line"], anchor["end_line"]) == (13, 14)
-    assert verify_staleness(indexed).stale == ()
+    assert indexed.verify_staleness().stale == ()
 
 
 def test_the_sidecar_follows_a_rewritten_graph(indexed: MemoryStore, repo: Path) -> None:
@@ -347,7 +348,7 @@ def test_the_sidecar_follows_a_rewritten_graph(indexed: MemoryStore, repo: Path)
     with open_code_index(graph) as index:
         assert [s.node_id for s in index.lookup("save")] == ["pkg/storage.py::save"]
     edit(repo / "pkg" / "storage.py", "def save(", "def persist(")
-    index_code(indexed)
+    indexed.index_code()
     with open_code_index(graph) as index:
         assert index.lookup("save") == []
         assert [s.node_id for s in index.lookup("persist")] == ["pkg/storage.py::persist"]
@@ -395,14 +396,14 @@ def test_any_graphml_with_the_node_attributes_works(memory: MemoryStore, repo: P
 
     login = memory.store("fact", "login prefixes the token", entities=["AuthService.login"])
     saving = memory.store("fact", "save ignores the value", entities=["save"])
-    anchors = code_to(memory, login).anchors
+    anchors = memory.code_to(login).anchors
     assert [(a.graph_node_id, a.file_path, a.start_line, a.end_line) for a in anchors] == [
         ("n2", "pkg/auth.py", 7, 8)  # lines and hash come from the live source
     ]
-    assert verify_staleness(memory).stale == ()
+    assert memory.verify_staleness().stale == ()
     edit(repo / "pkg" / "auth.py", 'f"token-{user}"', 'f"tok-{user}"')
     edit(repo / "pkg" / "storage.py", "def save(", "def store(")
-    report = verify_staleness(memory)
+    report = memory.verify_staleness()
     assert {(s.id, s.reason) for s in report.stale} == {
         (login, "source changed"),
         (saving, "symbol removed"),
@@ -423,7 +424,7 @@ def memories(indexed: MemoryStore) -> dict[str, str]:
 
 
 def test_code_for_a_file(indexed: MemoryStore, memories: dict[str, str]) -> None:
-    result = code_for(indexed, "pkg/auth.py")
+    result = indexed.code_for("pkg/auth.py")
     assert [item.id for item in result.items] == [
         memories["load"],
         memories["login"],
@@ -437,19 +438,19 @@ def test_code_for_a_file(indexed: MemoryStore, memories: dict[str, str]) -> None
 def test_code_for_a_line_finds_the_code_that_contains_it(
     indexed: MemoryStore, memories: dict[str, str], repo: Path
 ) -> None:
-    assert {i.id for i in code_for(indexed, "pkg/auth.py:8").items} == {
+    assert {i.id for i in indexed.code_for("pkg/auth.py:8").items} == {
         memories["login"],
         memories["service"],
     }
-    assert {i.id for i in code_for(indexed, "pkg/auth.py:10").items} == {memories["service"]}
-    assert code_for(indexed, "pkg/auth.py:2").items == ()
-    assert {i.id for i in code_for(indexed, "pkg/storage.py:9").items} == {
+    assert {i.id for i in indexed.code_for("pkg/auth.py:10").items} == {memories["service"]}
+    assert indexed.code_for("pkg/auth.py:2").items == ()
+    assert {i.id for i in indexed.code_for("pkg/storage.py:9").items} == {
         memories["save"],
         memories["module"],
     }
     # Lines follow the code as it is now, not as it was indexed.
     edit(repo / "pkg" / "auth.py", '"""Authentication."""', '"""Authentication."""\n\n\n')
-    assert {i.id for i in code_for(indexed, "pkg/auth.py:11").items} == {
+    assert {i.id for i in indexed.code_for("pkg/auth.py:11").items} == {
         memories["login"],
         memories["service"],
     }
@@ -459,18 +460,18 @@ def test_code_for_takes_paths_relative_to_the_working_directory_and_folders(
     indexed: MemoryStore, memories: dict[str, str], repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(repo / "pkg")
-    assert {i.id for i in code_for(indexed, "storage.py").items} == {
+    assert {i.id for i in indexed.code_for("storage.py").items} == {
         memories["load"],
         memories["save"],
         memories["module"],
     }
-    assert {i.id for i in code_for(indexed, str(repo / "pkg" / "storage.py")).items} == {
+    assert {i.id for i in indexed.code_for(str(repo / "pkg" / "storage.py")).items} == {
         memories["load"],
         memories["save"],
         memories["module"],
     }
-    assert len(code_for(indexed, "pkg/", cwd=repo).items) == 5
-    assert code_for(indexed, "nowhere.py").items == ()
+    assert len(indexed.code_for("pkg/", cwd=repo).items) == 5
+    assert indexed.code_for("nowhere.py").items == ()
 
 
 def test_code_for_shows_only_current_memories_of_the_namespace(
@@ -488,33 +489,33 @@ def test_code_for_shows_only_current_memories_of_the_namespace(
     indexed.forget(memories["login"])
     other = make_store(repo / ".nervapack" / "memory.db", namespace="other")
     other.store("fact", "other namespace", entities=["AuthService"])
-    assert [i.id for i in code_for(indexed, "pkg/auth.py").items] == [newer, memories["load"]]
+    assert [i.id for i in indexed.code_for("pkg/auth.py").items] == [newer, memories["load"]]
 
 
 def test_code_for_rejects_bad_targets(indexed: MemoryStore) -> None:
     with pytest.raises(BadInputError):
-        code_for(indexed, "pkg/auth.py:0")
+        indexed.code_for("pkg/auth.py:0")
     with pytest.raises(BadInputError):
-        code_for(indexed, "  ")
+        indexed.code_for("  ")
 
 
 def test_code_to_lists_the_anchors(indexed: MemoryStore, memories: dict[str, str]) -> None:
-    result = code_to(indexed, memories["load"])
+    result = indexed.code_to(memories["load"])
     assert [(a.file_path, a.start_line, a.end_line, a.graph_node_id) for a in result.anchors] == [
         ("pkg/auth.py", 14, 15, "pkg/auth.py::load"),
         ("pkg/storage.py", 4, 5, "pkg/storage.py::load"),
     ]
-    assert code_to(indexed, memories["plain"]).anchors == ()
+    assert indexed.code_to(memories["plain"]).anchors == ()
     entity = touches(indexed, memories["save"])[0][0]
-    assert [a.graph_node_id for a in code_to(indexed, entity).anchors] == ["pkg/storage.py::save"]
+    assert [a.graph_node_id for a in indexed.code_to(entity).anchors] == ["pkg/storage.py::save"]
     with pytest.raises(NotFoundError):
-        code_to(indexed, "d_ffff")
+        indexed.code_to("d_ffff")
 
 
 def test_nothing_is_stale_right_after_anchoring(
     indexed: MemoryStore, memories: dict[str, str]
 ) -> None:
-    report = verify_staleness(indexed)
+    report = indexed.verify_staleness()
     assert report.checked == 5
     assert report.anchors_checked == 6
     assert report.stale == ()
@@ -526,14 +527,14 @@ def test_staleness_after_editing_and_deleting_code(
 ) -> None:
     # Moving code is not a change.
     edit(repo / "pkg" / "auth.py", '"""Authentication."""', '"""Authentication."""\n\n')
-    assert verify_staleness(indexed).stale == ()
+    assert indexed.verify_staleness().stale == ()
     edit(repo / "pkg" / "auth.py", 'f"token-{user}"', 'f"jwt-{user}"')
     edit(
         repo / "pkg" / "storage.py",
         "@functools.cache\ndef save(key, value):\n    return None\n",
         "",
     )
-    report = verify_staleness(indexed)
+    report = indexed.verify_staleness()
     got = {(s.id, s.graph_node_id, s.reason) for s in report.stale}
     assert got == {
         (memories["login"], "pkg/auth.py::AuthService.login", "source changed"),
@@ -549,7 +550,7 @@ def test_staleness_when_the_file_is_gone_or_broken(
 ) -> None:
     (repo / "pkg" / "storage.py").unlink()
     (repo / "pkg" / "auth.py").write_text(AUTH + "\ndef broken(:\n")
-    reasons = {(s.id, s.file_path, s.reason) for s in verify_staleness(indexed).stale}
+    reasons = {(s.id, s.file_path, s.reason) for s in indexed.verify_staleness().stale}
     assert (memories["save"], "pkg/storage.py", "file missing") in reasons
     assert (memories["load"], "pkg/storage.py", "file missing") in reasons
     assert (memories["load"], "pkg/auth.py", "file does not parse") in reasons
@@ -561,7 +562,7 @@ def test_a_memory_stored_after_a_change_is_fresh_while_the_old_one_is_stale(
 ) -> None:
     edit(repo / "pkg" / "auth.py", 'f"token-{user}"', 'f"jwt-{user}"')
     fresh = indexed.store("fact", "login returns a jwt", entities=["AuthService.login"])
-    stale_ids = {s.id for s in verify_staleness(indexed).stale}
+    stale_ids = {s.id for s in indexed.verify_staleness().stale}
     assert memories["login"] in stale_ids and fresh not in stale_ids
 
 

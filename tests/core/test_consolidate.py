@@ -19,7 +19,6 @@ from nervamem.consolidate import (
     Duplicate,
     RuleBasedConsolidator,
     SessionSnapshot,
-    consolidate,
     jaccard,
     load_consolidator,
     word_set,
@@ -59,7 +58,7 @@ def test_jaccard_is_on_word_sets_ignoring_case_order_and_punctuation() -> None:
 
 def test_older_duplicate_is_tombstoned_and_newer_kept(store: MemoryStore) -> None:
     old, new = _session(store, "The deploy runs on push.", "the deploy runs on PUSH")
-    result = consolidate(store)
+    result = store.consolidate()
     assert result.jobs_processed == 1
     assert result.tombstoned == (old,)
     assert _tombstoned(store, old) and not _tombstoned(store, new)
@@ -70,13 +69,13 @@ def test_older_duplicate_is_tombstoned_and_newer_kept(store: MemoryStore) -> Non
 
 def test_just_above_threshold_is_a_duplicate(store: MemoryStore) -> None:
     old, new = _session(store, TEN, TEN + " lambda")  # 10/11 = 0.909
-    assert consolidate(store).tombstoned == (old,)
+    assert store.consolidate().tombstoned == (old,)
     assert not _tombstoned(store, new)
 
 
 def test_exactly_the_threshold_is_not_a_duplicate(store: MemoryStore) -> None:
     ids = _session(store, NINE, NINE + " kappa")  # 9/10 = 0.9, not > 0.9
-    result = consolidate(store)
+    result = store.consolidate()
     assert result.jobs_processed == 1
     assert result.tombstoned == ()
     assert not any(_tombstoned(store, i) for i in ids)
@@ -87,14 +86,14 @@ def test_different_kinds_are_never_compared(store: MemoryStore) -> None:
     fact = store.store("fact", "use JWT for auth", session=session)
     decision = store.store("decision", "use JWT for auth", session=session)
     store.end_session(session)
-    assert consolidate(store).tombstoned == ()
+    assert store.consolidate().tombstoned == ()
     assert not _tombstoned(store, fact) and not _tombstoned(store, decision)
 
 
 def test_nothing_is_compared_across_sessions(store: MemoryStore) -> None:
     first = _session(store, "the cache lives in redis")
     second = _session(store, "the cache lives in redis")
-    result = consolidate(store)
+    result = store.consolidate()
     assert result.jobs_processed == 2
     assert result.tombstoned == ()
     assert not _tombstoned(store, first[0]) and not _tombstoned(store, second[0])
@@ -107,9 +106,9 @@ def test_nothing_is_compared_across_namespaces(
     elsewhere = make_store(namespace="other")
     other = _session(elsewhere, "the cache lives in redis", "the cache lives in redis")
     # The namespace in use only: the other namespace's job stays pending.
-    assert consolidate(store).jobs_processed == 1
+    assert store.consolidate().jobs_processed == 1
     assert _pending(store) == 1
-    result = consolidate(store, all_namespaces=True)
+    result = store.consolidate(all_namespaces=True)
     assert result.jobs_processed == 1
     assert result.tombstoned == (other[0],)
     assert not _tombstoned(store, default[0])
@@ -118,14 +117,14 @@ def test_nothing_is_compared_across_namespaces(
 def test_memories_outside_the_session_are_untouched(store: MemoryStore) -> None:
     loose = store.store("fact", "the cache lives in redis")
     inside = _session(store, "the cache lives in redis")
-    assert consolidate(store).tombstoned == ()
+    assert store.consolidate().tombstoned == ()
     assert not _tombstoned(store, loose) and not _tombstoned(store, inside[0])
 
 
 def test_dry_run_changes_nothing_and_consumes_no_job(store: MemoryStore) -> None:
     old, new = _session(store, "ship it on friday", "Ship it on Friday!")
     before = store.connection.execute("SELECT id, tombstoned, data FROM mem_nodes").fetchall()
-    preview = consolidate(store, dry_run=True)
+    preview = store.consolidate(dry_run=True)
     assert preview.dry_run
     assert preview.jobs_processed == 1
     assert preview.tombstoned == (old,)
@@ -133,15 +132,15 @@ def test_dry_run_changes_nothing_and_consumes_no_job(store: MemoryStore) -> None
         store.connection.execute("SELECT id, tombstoned, data FROM mem_nodes").fetchall() == before
     )
     assert _pending(store) == 1
-    assert consolidate(store).tombstoned == preview.tombstoned
+    assert store.consolidate().tombstoned == preview.tombstoned
     assert not _tombstoned(store, new)
 
 
 def test_second_run_does_nothing(store: MemoryStore) -> None:
     _session(store, "ship it on friday", "ship it on friday")
-    first = consolidate(store)
+    first = store.consolidate()
     assert first.jobs_processed == 1 and len(first.tombstoned) == 1
-    second = consolidate(store)
+    second = store.consolidate()
     assert second.jobs_processed == 0 and second.tombstoned == ()
     job = store.connection.execute("SELECT status, processed_at FROM mem_review_queue").fetchone()
     assert job[0] == "done" and job[1]
@@ -150,7 +149,7 @@ def test_second_run_does_nothing(store: MemoryStore) -> None:
 
 def test_a_chain_of_near_copies_keeps_only_the_newest(store: MemoryStore) -> None:
     ids = _session(store, "the build is green", "The build is green.", "the BUILD is green")
-    result = consolidate(store)
+    result = store.consolidate()
     assert sorted(result.tombstoned) == sorted(ids[:2])
     assert {d.duplicate_of for d in result.duplicates} == {ids[2]}
 
@@ -162,20 +161,20 @@ def test_forgotten_and_superseding_nodes_are_not_paired(store: MemoryStore) -> N
     old = store.store("fact", "the api port is 8080", session=session)
     new = store.store("fact", "the api port is 8080", session=session, supersedes=old)
     store.end_session(session)
-    assert consolidate(store).tombstoned == ()
+    assert store.consolidate().tombstoned == ()
     assert not _tombstoned(store, old) and not _tombstoned(store, new)
 
 
 def test_empty_session_job_is_consumed(store: MemoryStore) -> None:
     session = store.start_session("nothing happened")
     store.end_session(session)
-    assert consolidate(store).jobs_processed == 1
+    assert store.consolidate().jobs_processed == 1
     assert _pending(store) == 0
 
 
 def test_markdown_reports_what_was_tombstoned(store: MemoryStore) -> None:
     _session(store, "ship it on friday", "ship it on friday")
-    text = consolidate(store, dry_run=True).markdown
+    text = store.consolidate(dry_run=True).markdown
     assert text.startswith("## Consolidation dry run (rule-based): 1 pending job, 1 would be")
     assert "duplicate of" in text and "jaccard 1.00 > 0.9" in text
 
@@ -194,7 +193,7 @@ class KeepFirst:
 def test_a_strategy_object_can_be_passed_directly(store: MemoryStore) -> None:
     ids = _session(store, "one", "two", "three")
     assert isinstance(KeepFirst(), Consolidator)
-    result = consolidate(store, strategy=KeepFirst())
+    result = store.consolidate(strategy=KeepFirst())
     assert result.strategy == "keep-first"
     assert sorted(result.tombstoned) == sorted(ids[1:])
     assert {d.session_id for d in result.duplicates} == {result.sessions[0]}
@@ -211,7 +210,7 @@ def test_a_strategy_cannot_reach_outside_the_session(store: MemoryStore) -> None
             return [Duplicate(outsider, session.nodes[0].id, 1.0, "rogue")]
 
     with pytest.raises(BadInputError, match="not a live member"):
-        consolidate(store, strategy=Rogue())
+        store.consolidate(strategy=Rogue())
     assert not _tombstoned(store, outsider)
     assert _pending(store) == 2
 
@@ -258,7 +257,7 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 def test_a_plugin_strategy_loads_through_entry_points(store: MemoryStore, plugin: str) -> None:
     ids = _session(store, "completely", "different", "words")
-    result = consolidate(store, strategy=plugin)
+    result = store.consolidate(strategy=plugin)
     assert result.strategy == "keep-first"
     assert sorted(result.tombstoned) == sorted(ids[1:])
 
@@ -293,7 +292,7 @@ def test_every_tombstone_has_a_live_twin_in_its_own_session(
                 for kind, words in members:
                     owner[memory.store(kind, " ".join(words), session=session)] = session
                 memory.end_session(session)
-            result = consolidate(memory)
+            result = memory.consolidate()
             assert result.jobs_processed == len(sessions)
             for dup in result.duplicates:
                 dropped, kept = memory.get(dup.id), memory.get(dup.duplicate_of)
@@ -302,7 +301,7 @@ def test_every_tombstone_has_a_live_twin_in_its_own_session(
                 assert dropped.kind == kept.kind
                 assert jaccard(word_set(dropped.content), word_set(kept.content)) > 0.9
                 assert (dropped.recorded_at, dropped.id) < (kept.recorded_at, kept.id)
-            assert consolidate(memory).jobs_processed == 0
+            assert memory.consolidate().jobs_processed == 0
         finally:
             memory.close()
 
@@ -310,4 +309,4 @@ def test_every_tombstone_has_a_live_twin_in_its_own_session(
 def test_rule_based_threshold_is_configurable(make_store: Callable[..., MemoryStore]) -> None:
     memory = make_store()
     _session(memory, NINE, NINE + " kappa")
-    assert len(consolidate(memory, strategy=RuleBasedConsolidator(threshold=0.85)).tombstoned) == 1
+    assert len(memory.consolidate(strategy=RuleBasedConsolidator(threshold=0.85)).tombstoned) == 1

@@ -119,7 +119,7 @@ def test_separators_around_numbers_still_fold(store: MemoryStore, first: str, se
 
 
 def test_store_many_resolves_numbers_as_store_does(store: MemoryStore) -> None:
-    from nervamem.bulk import NewMemory
+    from nervamem.writing import NewMemory
 
     names = ["func_101_4", "func_10_14", "Func101-4", "v1_2", "v12", "V1.2"]
     store.store_many([NewMemory("fact", f"m {n}", entities=[n]) for n in names])

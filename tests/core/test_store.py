@@ -20,7 +20,7 @@ from nervamem.errors import (
 )
 from nervamem.ids import ID_PATTERN, make_id
 from nervamem.locate import resolve_db_path
-from nervamem.migrations import SCHEMA_VERSION
+from nervamem.storage.migrations import SCHEMA_VERSION
 
 
 def edges(store: MemoryStore) -> set[tuple[str, str, str]]:
@@ -214,7 +214,7 @@ def test_short_ids_collide_only_in_all_sixteen_digits(
 ) -> None:
     twins = iter([0x1234, 0x1234, 0x12345678, 0x12340000])
     store = make_store()
-    store._random = lambda: next(twins)  # type: ignore[method-assign]
+    store.storage.random = lambda: next(twins)
     a, b = store.store("fact", "one"), store.store("fact", "two")
     c, d = store.store("fact", "three"), store.store("fact", "four")
     short = store.short_ids([a, b, c, d])
@@ -227,7 +227,7 @@ def test_short_ids_collide_only_in_all_sixteen_digits(
 def test_an_ambiguous_short_id_lists_the_candidates(make_store: Callable[..., MemoryStore]) -> None:
     parts = iter([0x1234_0000_0000_0000, 0x1234_1000_0000_0000])
     store = make_store()
-    store._random = lambda: next(parts)  # type: ignore[method-assign]
+    store.storage.random = lambda: next(parts)
     first, second = store.store("fact", "one"), store.store("fact", "two")
     with pytest.raises(AmbiguousIdError) as raised:
         store.resolve_id("f-1234")
@@ -498,12 +498,12 @@ def test_forgetting_the_active_session_clears_it(store: MemoryStore) -> None:
 def test_a_session_whose_state_cannot_be_written_is_rolled_back(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import nervamem.store as store_module
+    import nervamem.storage.sqlite as store_module
 
     def broken(*args: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(store_module, "save_state", broken)
+    monkeypatch.setattr(store_module, "write_state_file", broken)
     with pytest.raises(OSError):
         store.start_session("never")
     count = store.connection.execute("SELECT count(*) FROM mem_nodes").fetchone()[0]

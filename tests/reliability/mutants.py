@@ -30,11 +30,16 @@ HERE = Path(__file__).resolve().parent
 MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     "baseline": [],
     "busy-timeout-0": [
-        ("nervamem/store.py", "DEFAULT_BUSY_TIMEOUT_MS = 15_000", "DEFAULT_BUSY_TIMEOUT_MS = 0", 1),
+        (
+            "nervamem/storage/sqlite.py",
+            "DEFAULT_BUSY_TIMEOUT_MS = 15_000",
+            "DEFAULT_BUSY_TIMEOUT_MS = 0",
+            1,
+        ),
     ],
     "busy-timeout-env-ignored": [
         (
-            "nervamem/store.py",
+            "nervamem/storage/sqlite.py",
             "busy_timeout_ms = _busy_timeout_from_env()",
             "busy_timeout_ms = DEFAULT_BUSY_TIMEOUT_MS",
             1,
@@ -42,30 +47,40 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "deferred-begin": [
         (
-            "nervamem/store.py",
-            'self._conn.execute("BEGIN IMMEDIATE")',
+            "nervamem/storage/sqlite.py",
+            'self.connection.execute("BEGIN IMMEDIATE")',
             'self._conn.execute("BEGIN")',
             1,
         ),
     ],
     "autocommit-writes": [
-        ("nervamem/store.py", 'self._conn.execute("BEGIN IMMEDIATE")', "pass", 1),
-        ("nervamem/store.py", '            self._conn.execute("COMMIT")', "            pass", 1),
+        ("nervamem/storage/sqlite.py", 'self.connection.execute("BEGIN IMMEDIATE")', "pass", 1),
+        (
+            "nervamem/storage/sqlite.py",
+            '            self.connection.execute("COMMIT")',
+            "            pass",
+            1,
+        ),
     ],
     "wal-switch-no-retry": [
         (
-            "nervamem/store.py",
-            "_switch_to_wal(conn, self._busy_timeout_ms)",
+            "nervamem/storage/sqlite.py",
+            "_switch_to_wal(conn, self.busy_timeout_ms)",
             'conn.execute("PRAGMA journal_mode = WAL")',
             1,
         ),
     ],
     "purge-checkpoint-no-retry": [
-        ("nervamem/store.py", "            time.sleep(0.02)\n", "            return not busy\n", 1),
+        (
+            "nervamem/storage/sqlite.py",
+            "            time.sleep(0.02)\n",
+            "            return not busy\n",
+            1,
+        ),
     ],
     "rollback-journal": [
         (
-            "nervamem/store.py",
+            "nervamem/storage/sqlite.py",
             'conn.execute("PRAGMA journal_mode = WAL")',
             'conn.execute("PRAGMA journal_mode = DELETE")',
             1,
@@ -73,66 +88,81 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "journal-off": [
         (
-            "nervamem/store.py",
+            "nervamem/storage/sqlite.py",
             'conn.execute("PRAGMA journal_mode = WAL")',
             'conn.execute("PRAGMA journal_mode = OFF")',
             1,
         ),
         (
-            "nervamem/store.py",
+            "nervamem/storage/sqlite.py",
             'conn.execute("PRAGMA synchronous = FULL")',
             'conn.execute("PRAGMA synchronous = OFF")',
             1,
         ),
     ],
     "purge-no-secure-delete": [
-        ("nervamem/store.py", '"PRAGMA secure_delete = ON"', '"PRAGMA secure_delete = OFF"', 1),
+        (
+            "nervamem/forgetting.py",
+            '"PRAGMA secure_delete = ON"',
+            '"PRAGMA secure_delete = OFF"',
+            1,
+        ),
     ],
     "purge-no-index-rebuild": [
-        ("nervamem/store.py", "search_index.rebuild(self._conn)", "pass", 1),
+        ("nervamem/forgetting.py", "search_index.rebuild(storage.connection)", "pass", 1),
     ],
     "purge-no-vacuum": [
-        ("nervamem/store.py", 'self._conn.execute("VACUUM")', "pass", 1),
+        ("nervamem/storage/sqlite.py", 'self.connection.execute("VACUUM")', "pass", 1),
     ],
     "purge-optimize-index": [  # the cause of the store that 1,000 purges bricked
         (
-            "nervamem/store.py",
-            "search_index.rebuild(self._conn)",
+            "nervamem/forgetting.py",
+            "search_index.rebuild(storage.connection)",
             """self._conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")""",
             1,
         ),
     ],
     "purge-no-secure-delete-rebuild-vacuum": [
-        ("nervamem/store.py", '"PRAGMA secure_delete = ON"', '"PRAGMA secure_delete = OFF"', 1),
-        ("nervamem/store.py", "search_index.rebuild(self._conn)", "pass", 1),
-        ("nervamem/store.py", 'self._conn.execute("VACUUM")', "pass", 1),
+        (
+            "nervamem/forgetting.py",
+            '"PRAGMA secure_delete = ON"',
+            '"PRAGMA secure_delete = OFF"',
+            1,
+        ),
+        ("nervamem/forgetting.py", "search_index.rebuild(storage.connection)", "pass", 1),
+        ("nervamem/storage/sqlite.py", 'self.connection.execute("VACUUM")', "pass", 1),
     ],
     "purge-no-secure-delete-no-vacuum": [
-        ("nervamem/store.py", '"PRAGMA secure_delete = ON"', '"PRAGMA secure_delete = OFF"', 1),
-        ("nervamem/store.py", 'self._conn.execute("VACUUM")', "pass", 1),
+        (
+            "nervamem/forgetting.py",
+            '"PRAGMA secure_delete = ON"',
+            '"PRAGMA secure_delete = OFF"',
+            1,
+        ),
+        ("nervamem/storage/sqlite.py", 'self.connection.execute("VACUUM")', "pass", 1),
     ],
     "purge-no-checkpoint": [
         (
-            "nervamem/store.py",
-            '            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")\n',
+            "nervamem/storage/sqlite.py",
+            '            self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")\n',
             "",
             1,
         ),
         (
-            "nervamem/store.py",
-            'busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]',
+            "nervamem/storage/sqlite.py",
+            'busy = self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]',
             "busy = 0",
             1,
         ),
     ],
     "purge-ignores-pinned-pages": [
-        ("nervamem/store.py", "        if not emptied:\n", "        if False:\n", 1),
+        ("nervamem/storage/sqlite.py", "        if not emptied:\n", "        if False:\n", 1),
     ],
     "foreign-db-switched-to-wal": [
-        ("nervamem/store.py", " and _may_convert_to_wal(conn):", ":", 1),
+        ("nervamem/storage/sqlite.py", " and _may_convert_to_wal(conn):", ":", 1),
     ],
     "read-only-not-immutable": [
-        ("nervamem/store.py", 'uri += "&immutable=1"', "pass", 1),
+        ("nervamem/storage/sqlite.py", 'uri += "&immutable=1"', "pass", 1),
     ],
     "recall-no-namespace-filter": [
         # '+n.namespace = ?' becomes '+(n.namespace = ? OR 1)': every filter in recall.py
@@ -209,10 +239,15 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
         ),
     ],
     "write-queue-never-insists": [  # writers out of turn forever: SQLite's unfairness again
-        ("nervamem/write_queue.py", "PATIENCE = 0.1\n", "PATIENCE = 1e9\n", 1),
+        ("nervamem/storage/write_queue.py", "PATIENCE = 0.1\n", "PATIENCE = 1e9\n", 1),
     ],
     "write-queue-off": [
-        ("nervamem/store.py", "self._queue_writes = True", "self._queue_writes = False", 1),
+        (
+            "nervamem/storage/sqlite.py",
+            "self._queue_writes = True",
+            "self._queue_writes = False",
+            1,
+        ),
     ],
 }
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-import nervamem.store
-from nervamem import MemoryStore
+import nervamem.storage.sqlite
+from nervamem import MemoryStore, writing
 from nervamem.errors import StoreError, StoreLockedError
-from nervamem.migrations import MIGRATIONS, SCHEMA_VERSION
+from nervamem.storage.migrations import MIGRATIONS, SCHEMA_VERSION
 
 from . import harness
 
@@ -188,10 +188,14 @@ def test_a_write_that_fails_half_way_leaves_nothing(
         memory.store("fact", "already there")
     before = harness.logical_dump(db)
 
-    def lose_the_lock(self: MemoryStore, src: str, dst: str, kind: str, *args: object) -> None:
-        raise sqlite3.OperationalError("database is locked")
+    real_insert = writing._Pending.insert
 
-    monkeypatch.setattr(MemoryStore, "_link", lose_the_lock)
+    def lose_the_lock(self: object, head: str, rows: object, columns: int) -> None:
+        if "mem_edges" in head:  # the node and entity rows are written by now
+            raise sqlite3.OperationalError("database is locked")
+        real_insert(self, head, rows, columns)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writing._Pending, "insert", lose_the_lock)
     with MemoryStore(db) as memory, pytest.raises(StoreLockedError):
         memory.store("decision", "half written", entities=["BrandNewEntity"])
     assert harness.logical_dump(db) == before
@@ -206,7 +210,7 @@ def test_simultaneous_first_opens_switch_to_wal(
     'database is locked', without calling the busy handler, so the store must retry
     it; before it did, about one open in three failed here (and now and then in the
     fresh-process load above)."""
-    real_check = nervamem.store._may_convert_to_wal
+    real_check = nervamem.storage.sqlite._may_convert_to_wal
     failures: list[str] = []
     for trial in range(30):
         barrier = threading.Barrier(6, timeout=0.5)
@@ -217,7 +221,7 @@ def test_simultaneous_first_opens_switch_to_wal(
                 barrier.wait()
             return result
 
-        monkeypatch.setattr(nervamem.store, "_may_convert_to_wal", at_the_same_moment)
+        monkeypatch.setattr(nervamem.storage.sqlite, "_may_convert_to_wal", at_the_same_moment)
         db = tmp_path / f"trial{trial}" / "memory.db"
 
         def open_store(db: Path = db) -> None:

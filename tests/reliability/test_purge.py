@@ -21,7 +21,9 @@ from typing import Any
 
 import pytest
 
-from nervamem import MemoryStore, search_index
+from nervamem import MemoryStore
+from nervamem.storage import search_index
+from nervamem.storage.sqlite import Storage
 
 from . import harness
 
@@ -166,12 +168,12 @@ def test_purge_says_so_when_a_reader_pins_the_old_pages(
 INTERRUPTED_PURGE = """
 import os, sys
 from nervamem.cli import main
-from nervamem.store import MemoryStore
+from nervamem.storage.sqlite import Storage
 
 def killed(self):  # as if SIGKILL landed right after the delete committed
     os._exit(9)
 
-MemoryStore._scrub_files = killed
+Storage.scrub_files = killed
 main(sys.argv[1:])
 """
 
@@ -307,16 +309,16 @@ def test_purge_leaves_no_trace_without_secure_delete_by_default(
     builds are not: there, a row rewritten by an update (a session's summary) or an alias
     taken over by a new entity leaves its old bytes in free space, which the purge's own
     secure_delete cannot reach. VACUUM rewrites the file without them."""
-    real_connect = MemoryStore._connect
+    real_connect = Storage._connect
 
     def connect_without_secure_delete(
-        self: MemoryStore, path: Path, *, read_only: bool
+        self: Storage, path: Path, *, read_only: bool
     ) -> sqlite3.Connection:
         conn = real_connect(self, path, read_only=read_only)
         conn.execute("PRAGMA secure_delete = OFF")
         return conn
 
-    monkeypatch.setattr(MemoryStore, "_connect", connect_without_secure_delete)
+    monkeypatch.setattr(Storage, "_connect", connect_without_secure_delete)
     title_mark, entity_mark = _marker(), _marker("Zs")
     with MemoryStore(db_path) as memory:
         for i in range(50):

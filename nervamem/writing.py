@@ -1,21 +1,22 @@
-"""Bulk writes: ``MemoryStore.store_many``.
+"""Writing memories: the one write path of ``store`` and ``store_many``.
 
-Invariant: ``store_many(memories)`` leaves the store exactly as ``store()`` called for
-each memory in order inside one batch would (the same checks and error messages, entity
-resolution, supersession rules, edges, IDs, clock readings and row order), and is all or
-nothing. It is faster because the node and edge rows are buffered and written by
-multi-row INSERTs: every INSERT into mem_nodes fires the FTS trigger inside a statement
-transaction, and FTS5 flushes its pending index at each one, so one statement per row
-costs about three times what one statement per hundred rows costs.
+``MemoryStore.store(...)`` is :func:`store_memories` of one memory, and
+``store_many(memories)`` is the same function over many, in one transaction: the checks
+and error messages, entity resolution, supersession rules, edges, IDs, clock readings
+and row order exist once, here. A call is all or nothing. Node and edge rows are buffered
+and written by multi-row INSERTs, several times faster for imports: every INSERT into
+mem_nodes fires the FTS trigger inside a statement transaction, and FTS5 flushes its
+pending index at each one, so one statement per row costs about three times what one
+statement per hundred rows costs.
 
 A buffered row is invisible to SQL until it is flushed. So the buffer is flushed before
 anything that could read it: resolving a reference by short ID or ID prefix (a full ID
 of a buffered node is answered from the buffer) and the code bridge. Checks against the
 database (is this node already superseded?) also look at the buffer. A new entity is
-written at once, as store() writes it (later names are resolved against it), without
-flushing the buffer: every node gets its ``seq`` from this call, the one SQLite would
-give it when store() inserts it (one more than the largest), so the row order is
-store()'s though the entity row is written before the buffered rows that precede it.
+written at once (later names are resolved against it), without flushing the buffer:
+every node gets its ``seq`` from this call, one more than the largest, so the row order
+is the order of the memories though an entity row is written before the buffered rows
+that precede it.
 (Entity lookups, as before, run while buffered rows are not yet in the FTS index: its
 bm25 statistics lack those rows, which can only matter when several entities match a
 name by phrase, as the ranking then picks one.)
@@ -24,21 +25,25 @@ name by phrase, as the ranking then picks one.)
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import chain
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from . import nodes
 from .errors import BadInputError
 from .ids import ID_PATTERN, KIND_PREFIX, random_bits
-from .store import _check_supersedable, _check_text, _checked_memory
+from .kinds import STORABLE_KINDS
+from .timeparse import format_time, parse_time
 
 if TYPE_CHECKING:
-    from .store import MemoryStore
+    from .codegraph import AnchorReport
+    from .storage.sqlite import Storage
 
 Ref = str | int
 _NODE_COLUMNS = 9
@@ -50,7 +55,7 @@ _EDGE_COLUMNS = 5
 _MAX_ROWS = 4096
 _DEFAULT_VARIABLES = 999
 BULK_CACHE_KIB = 262_144
-# The superseding checks of MemoryStore._supersedable in one statement, for a full ID.
+# The superseding checks of supersedable() in one statement, for a full ID.
 _SUPERSEDABLE = (
     "SELECT n.kind, n.valid_from, n.tombstoned, (SELECT e.src FROM mem_edges e "
     "JOIN mem_nodes s ON s.id = e.src WHERE e.dst = n.id AND e.kind = 'SUPERSEDES' "
@@ -58,8 +63,7 @@ _SUPERSEDABLE = (
 )
 
 
-@dataclass(frozen=True)
-class NewMemory:
+class NewMemory(NamedTuple):
     """One memory for ``store_many``: the arguments of ``MemoryStore.store``. A reference
     is a node ID (or short ID, or unique prefix), or the index of an earlier memory of the
     same call."""
@@ -82,8 +86,8 @@ class NewMemory:
 class _Pending:
     """Rows written by this call and not yet flushed, and what checks need of them."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self.store = store
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
         self.nodes: list[tuple[Any, ...]] = []
         self.valid_until: list[tuple[str, str]] = []
         self.edges: list[tuple[str, str, str, str, str]] = []
@@ -99,7 +103,7 @@ class _Pending:
         """The seq SQLite gives the next node store() inserts: one more than the largest
         (INTEGER PRIMARY KEY without AUTOINCREMENT). Buffered nodes count as written."""
         if self.next_seq is None:
-            last = self.store.connection.execute("SELECT max(seq) FROM mem_nodes").fetchone()[0]
+            last = self.storage.connection.execute("SELECT max(seq) FROM mem_nodes").fetchone()[0]
             self.next_seq = int(last or 0) + 1
         seq = self.next_seq
         self.next_seq = seq + 1
@@ -109,7 +113,7 @@ class _Pending:
         self.edges.append((src, dst, kind, now, "{}"))  # INSERT OR IGNORE, as store() does
 
     def flush(self) -> None:
-        conn = self.store.connection
+        conn = self.storage.connection
         nodes, self.nodes = self.nodes, []
         self.insert(
             "INSERT INTO mem_nodes (seq, id, kind, content, namespace, valid_from, "
@@ -135,7 +139,7 @@ class _Pending:
     def insert(self, head: str, rows: Sequence[tuple[Any, ...]], columns: int) -> None:
         """Multi-row INSERTs of as many rows as the connection's parameter limit allows."""
         if self.max_variables is None:
-            getlimit = getattr(self.store.connection, "getlimit", None)  # Python 3.11+
+            getlimit = getattr(self.storage.connection, "getlimit", None)  # Python 3.11+
             limit = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
             self.max_variables = (
                 int(getlimit(limit))
@@ -144,7 +148,7 @@ class _Pending:
             )
         most = max(1, min(_MAX_ROWS, self.max_variables // columns))
         marks = "(" + ",".join(["?"] * columns) + ")"
-        conn = self.store.connection
+        conn = self.storage.connection
         for start in range(0, len(rows), most):
             chunk = rows[start : start + most]
             conn.execute(head + ",".join([marks] * len(chunk)), list(chain.from_iterable(chunk)))
@@ -153,23 +157,39 @@ class _Pending:
 _EDGE_KEY = itemgetter(0, 2, 1)  # (src, dst, kind, ...) -> mem_edges PRIMARY KEY (src, kind, dst)
 
 
-def store_many(store: MemoryStore, memories: Iterable[NewMemory]) -> list[str]:
+class WriteResult:
+    """What one write did: the IDs of the memories, in order, and the code bridge's
+    report for each memory it anchored (ambiguous names, graph problems: reported, not
+    raised)."""
+
+    __slots__ = ("ids", "anchoring")
+
+    def __init__(self, ids: list[str], anchoring: dict[str, AnchorReport]) -> None:
+        self.ids = ids
+        self.anchoring = anchoring
+
+
+def store_memories(
+    storage: Storage, memories: Iterable[NewMemory], *, bulk: bool = True
+) -> WriteResult:
+    """Store memories in one transaction (inside the caller's, if one is open)."""
     ids: list[str] = []
-    conn = store.connection
-    # An import writes all over the edge and FTS indexes of a large store: a page cache
-    # of 256 MiB (instead of 64) keeps them in memory, ~25 % faster at 300k nodes. It
-    # stays for the rest of the connection, whose next call is likely another import.
-    cache = int(conn.execute("PRAGMA cache_size").fetchone()[0])
-    if cache > 0:  # a number of pages rather than KiB
-        cache = -cache * int(conn.execute("PRAGMA page_size").fetchone()[0]) // 1024
-    if -cache < BULK_CACHE_KIB:
-        conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
-    with store._write():
+    conn = storage.connection
+    if bulk:
+        # An import writes all over the edge and FTS indexes of a large store: a page
+        # cache of 256 MiB (instead of 64) keeps them in memory, ~25 % faster at 300k
+        # nodes. It stays for the rest of the connection, likely another import.
+        cache = int(conn.execute("PRAGMA cache_size").fetchone()[0])
+        if cache > 0:  # a number of pages rather than KiB
+            cache = -cache * int(conn.execute("PRAGMA page_size").fetchone()[0]) // 1024
+        if -cache < BULK_CACHE_KIB:
+            conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
+    with storage.transaction():
         # Inside the caller's batch too, a failure undoes this call and nothing else.
         conn.execute("SAVEPOINT nervamem_store_many")
         try:
-            pending = _Pending(store)
-            writer = _Writer(store, pending, ids, store._now())
+            pending = _Pending(storage)
+            writer = _Writer(storage, pending, ids, storage.now())
             for memory in memories:
                 ids.append(writer.add(memory))
             pending.flush()
@@ -178,37 +198,38 @@ def store_many(store: MemoryStore, memories: Iterable[NewMemory]) -> list[str]:
             conn.execute("RELEASE nervamem_store_many")
             raise
         conn.execute("RELEASE nervamem_store_many")
-    return ids
+    return WriteResult(ids, writer.anchoring)
 
 
 class _Writer:
-    def __init__(self, store: MemoryStore, pending: _Pending, ids: list[str], now: str) -> None:
-        self.store = store
+    def __init__(self, storage: Storage, pending: _Pending, ids: list[str], now: str) -> None:
+        self.storage = storage
         self.pending = pending
         self.ids = ids
         # One transaction, one clock reading: store() would write this time everywhere,
         # and every ID it makes starts with the same milliseconds.
         self.now = now
         self.id_heads: dict[str, str] = {}
-        self.epoch_ms = int(store._moment().timestamp() * 1000)
+        self.epoch_ms = int(storage.moment().timestamp() * 1000)
         # The default random source reads 8 bytes of os.urandom per ID; reading them for
         # many IDs at once gives the same kind of IDs for a fraction of the system calls.
         # Any other source (tests inject one) is called once per ID, in store()'s order.
-        self.buffered_random = store._random is random_bits
+        self.buffered_random = storage.random is random_bits
         self.random_hex = ""
         self.random_at = 0
         self.default_namespace: str | None = None
         self.sessions: dict[tuple[str | None, str], str | None] = {}
         self.entities: dict[tuple[str, str], str] = {}
-        self.bridge = (store.path.parent / "graph.graphml").is_file()
+        self.bridge = graph_file_path(storage.path).is_file()
+        self.anchoring: dict[str, AnchorReport] = {}
 
     def new_id(self, kind: str) -> str:
-        """What store._new_id(kind) returns in this transaction (ids.make_id's format)."""
+        """What storage.new_id(kind) returns in this transaction (ids.make_id's format)."""
         head = self.id_heads.get(kind)
         if head is None:
             head = self.id_heads[kind] = f"{KIND_PREFIX[kind]}_{self.epoch_ms:013x}"
         if not self.buffered_random:
-            return f"{head}{self.store._random() & (2**64 - 1):016x}"
+            return f"{head}{self.storage.random() & (2**64 - 1):016x}"
         if self.random_at >= len(self.random_hex):
             # 8 big-endian random bytes in hex are random_bits() formatted as make_id does.
             self.random_hex = os.urandom(8 * 1024).hex()
@@ -219,11 +240,11 @@ class _Writer:
 
     def namespace(self, explicit: str | None) -> str:
         if explicit is not None:
-            return self.store._ns(explicit)
+            return self.storage.namespace_for(explicit)
         # The store's namespace cannot change during the call (no session or namespace
         # switch happens in it); read it once, at the first memory that needs it.
         if self.default_namespace is None:
-            self.default_namespace = self.store._ns(None)
+            self.default_namespace = self.storage.namespace_for(None)
         return self.default_namespace
 
     def index(self, ref: Ref) -> str:
@@ -245,28 +266,28 @@ class _Writer:
             return ref
         if buffered is not None or not ID_PATTERN.match(ref):
             self.pending.flush()  # let the database answer: a prefix may match buffered rows
-        return self.store.resolve_id(ref, namespace=namespace)
+        return nodes.resolve_id(self.storage, ref, namespace=namespace)
 
     def supersedable(self, ref: Ref, namespace: str, start: str) -> str:
         ref = self.index(ref)
         if ref not in self.pending.known and ID_PATTERN.match(ref):
             # A full ID of a written node: resolve_id, get and the superseder lookup of
-            # store._supersedable in one statement. No row: the usual path raises.
-            row = self.store.connection.execute(_SUPERSEDABLE, (ref, namespace)).fetchone()
+            # supersedable() in one statement. No row: the usual path raises.
+            row = self.storage.connection.execute(_SUPERSEDABLE, (ref, namespace)).fetchone()
             if row is not None:
-                _check_supersedable(ref, row[0], row[1], bool(row[2]), row[3], start)
+                check_supersedable(ref, row[0], row[1], bool(row[2]), row[3], start)
                 if ref in self.pending.superseded_by:
-                    _check_supersedable(ref, "", "", False, self.pending.superseded_by[ref], start)
+                    check_supersedable(ref, "", "", False, self.pending.superseded_by[ref], start)
                 return ref
         node_id = self.resolve(ref, namespace)
         buffered = self.pending.known.get(node_id)
         if buffered is None:
-            old = self.store._supersedable(node_id, namespace, start)
+            old = supersedable(self.storage, node_id, namespace, start)
             if old in self.pending.superseded_by:
-                _check_supersedable(old, "", "", False, self.pending.superseded_by[old], start)
+                check_supersedable(old, "", "", False, self.pending.superseded_by[old], start)
             return old
         kind, _, valid_from = buffered
-        _check_supersedable(
+        check_supersedable(
             node_id, kind, valid_from, False, self.pending.superseded_by.get(node_id), start
         )
         return node_id
@@ -275,8 +296,8 @@ class _Writer:
         key = (explicit, namespace)
         if key not in self.sessions:
             if explicit and ID_PATTERN.match(explicit) and explicit not in self.pending.known:
-                # A full ID: store._session_for_write's lookups in one statement.
-                row = self.store.connection.execute(
+                # A full ID: session_for_write's lookups in one statement.
+                row = self.storage.connection.execute(
                     "SELECT kind FROM mem_nodes WHERE id = ? AND namespace = ?",
                     (explicit, namespace),
                 ).fetchone()
@@ -287,7 +308,7 @@ class _Writer:
                     return explicit
             if explicit and not ID_PATTERN.match(explicit):
                 self.pending.flush()  # a prefix may match buffered rows
-            self.sessions[key] = self.store._session_for_write(explicit, namespace)
+            self.sessions[key] = session_for_write(self.storage, explicit, namespace)
         return self.sessions[key]
 
     def entity(self, name: str, namespace: str, start: str) -> str:
@@ -295,23 +316,23 @@ class _Writer:
         found = self.entities.get(key)
         if found is not None:
             return found
-        store = self.store
+        storage = self.storage
         clean = " ".join(name.split())
         from . import entities as entity_rules
 
         if clean:
-            existing = entity_rules.find_entity(store.connection, namespace, clean)
+            existing = entity_rules.find_entity(storage.connection, namespace, clean)
             if existing:
                 self.entities[key] = existing
                 return existing
-        # A new entity, written at once as store._resolve_or_create_entity writes it, with
+        # A new entity, written at once, with
         # the seq it would get after the buffered nodes; its aliases may take over
         # others' aliases, so forget what was resolved.
         if not clean:
             raise BadInputError("an entity name cannot be empty")
-        _check_text(clean, "entity name")
+        check_text(clean, "entity name")
         entity_id = self.new_id("entity")
-        conn = store.connection
+        conn = storage.connection
         conn.execute(
             "INSERT INTO mem_nodes (seq, id, kind, content, namespace, valid_from, recorded_at, "
             "confidence, data) VALUES (?, ?, 'entity', ?, ?, ?, ?, 1.0, '{}')",
@@ -328,9 +349,8 @@ class _Writer:
         return entity_id
 
     def add(self, memory: NewMemory) -> str:
-        store = self.store
         pending = self.pending
-        data = _checked_memory(
+        data = checked_memory(
             memory.kind,
             memory.content,
             memory.confidence,
@@ -348,7 +368,7 @@ class _Writer:
             # nothing here: "...T08:00:00.000+00:00" -> "...T08:00:00.000Z".
             start = valid_from.isoformat(timespec="milliseconds")[:-6] + "Z"
         else:
-            start = store._valid_from(valid_from)
+            start = valid_from_text(self.storage, valid_from)
         session_id = self.session(memory.session, ns)
         supersedes = memory.supersedes
         # Index 0 is a reference too: test for None, not for truth.
@@ -367,7 +387,10 @@ class _Writer:
             for ref in refs
         ]
         if memory.kind == "entity":
+            # An existing entity is returned as is; it must not end up linked to itself.
             node_id = self.entity(memory.content, ns, start)
+            if node_id == old or any(target == node_id for target, _ in links):
+                raise BadInputError(f"{node_id} cannot supersede or link to itself")
         else:
             node_id = self.new_id(memory.kind)
             pending.nodes.append(
@@ -403,6 +426,135 @@ class _Writer:
             pending.link(node_id, session_id, "OCCURRED_IN", now)
         if entity_ids and self.bridge:
             pending.flush()
-            store._anchor_code(node_id, entity_ids)
+            report = anchor_code(self.storage, node_id, entity_ids)
+            if report is not None:
+                self.anchoring[node_id] = report
             pending.next_seq = None  # it writes edges only, but ask the table again
         return node_id
+
+
+def valid_from_text(storage: Storage, value: str | datetime | None) -> str:
+    if value is None:
+        return storage.now()
+    if isinstance(value, datetime):
+        return format_time(value)
+    return parse_time(value, option="--valid-from")
+
+
+def supersedable(storage: Storage, ref: str, namespace: str, new_start: str) -> str:
+    old = nodes.get(storage, ref, namespace=namespace)
+    # A forgotten superseder does not count: the chain can go on from the old node.
+    row = storage.connection.execute(
+        "SELECT e.src FROM mem_edges e JOIN mem_nodes n ON n.id = e.src "
+        "WHERE e.dst = ? AND e.kind = 'SUPERSEDES' AND n.tombstoned = 0 LIMIT 1",
+        (old.id,),
+    ).fetchone()
+    check_supersedable(
+        old.id, old.kind, old.valid_from, old.tombstoned, row[0] if row else None, new_start
+    )
+    return old.id
+
+
+def session_for_write(storage: Storage, explicit: str | None, namespace: str) -> str | None:
+    if explicit:
+        node = nodes.get(storage, explicit, namespace=namespace)
+        if node.kind != "session":
+            raise BadInputError(f"{node.id} is a {node.kind}, not a session")
+        return node.id
+    active = storage.state.session
+    if not active:
+        return None
+    row = storage.connection.execute(
+        "SELECT 1 FROM mem_nodes WHERE id = ? AND namespace = ? AND kind = 'session' "
+        "AND tombstoned = 0",
+        (active, namespace),
+    ).fetchone()
+    return active if row else None
+
+
+def recompute_valid_until(storage: Storage, node_id: str) -> None:
+    """valid_until is derived: the earliest valid_from of what supersedes the node."""
+    storage.connection.execute(
+        "UPDATE mem_nodes SET valid_until = (SELECT min(n.valid_from) FROM mem_edges e "
+        "JOIN mem_nodes n ON n.id = e.src WHERE e.dst = ? AND e.kind = 'SUPERSEDES') "
+        "WHERE id = ?",
+        (node_id, node_id),
+    )
+
+
+def checked_memory(
+    kind: str,
+    content: str,
+    confidence: float,
+    rationale: str | None,
+    rejected: Sequence[str],
+    entities: Sequence[str],
+) -> dict[str, Any]:
+    """The checks every stored memory passes (store and store_many); returns its data."""
+    if kind not in STORABLE_KINDS:
+        raise BadInputError(f"unknown kind {kind[:40]!r}: use one of {', '.join(STORABLE_KINDS)}")
+    check_text(content, "content")
+    if not content.strip():
+        raise BadInputError("content cannot be empty")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+        raise BadInputError("confidence must be a number between 0 and 1")
+    if math.isnan(confidence) or not 0.0 <= confidence <= 1.0:
+        raise BadInputError(f"confidence {confidence} is outside [0, 1]")
+    if (rationale or rejected) and kind != "decision":
+        raise BadInputError("--rationale and --rejected apply to decisions only")
+    for text in (rationale or "", *rejected, *entities):
+        check_text(text, "option value")
+    data: dict[str, Any] = {}
+    if rationale:
+        data["rationale"] = rationale
+    if rejected:
+        data["rejected"] = list(rejected)
+    return data
+
+
+def check_supersedable(
+    old_id: str,
+    kind: str,
+    valid_from: str,
+    tombstoned: bool,
+    superseded_by: str | None,
+    new_start: str,
+) -> None:
+    """May a node valid from ``new_start`` supersede this one? (store and store_many)"""
+    if tombstoned:
+        raise BadInputError(f"{old_id} is forgotten and cannot be superseded")
+    if superseded_by:
+        raise BadInputError(f"{old_id} is already superseded by {superseded_by}; supersede that")
+    if kind == "session":
+        raise BadInputError("a session cannot be superseded")
+    if new_start < valid_from:
+        raise BadInputError(
+            f"the new node would be valid from {new_start[:10]}, before {old_id} "
+            f"({valid_from[:10]}); give --valid-from on or after it"
+        )
+
+
+def check_text(text: str, what: str) -> None:
+    if "\x00" in text:
+        raise BadInputError(f"{what} contains a NUL byte")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInputError(f"{what} is not valid UTF-8 text") from None
+
+
+def graph_file_path(db_path: Path) -> Path:
+    """The code graph beside the store (the code bridge's index, code-bridge.md)."""
+    return db_path.parent / "graph.graphml"
+
+
+def anchor_code(
+    storage: Storage, node_id: str, entity_ids: list[tuple[str, str]]
+) -> AnchorReport | None:
+    """TOUCHES bridge: only when a code graph exists beside the store (lazy import)."""
+    graph_path = graph_file_path(storage.path)
+    if not graph_path.is_file():
+        return None
+    from .codegraph import anchor_entities
+
+    return anchor_entities(storage, node_id, entity_ids, graph_path)

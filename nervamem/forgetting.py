@@ -1,0 +1,102 @@
+"""Forgetting: a tombstone hides a node from every command; a purge deletes it and
+every trace of its content from the store's files (docs/reliability.md).
+
+Invariants: nodes are never deleted except by a purge; a purge keeps supersession
+chains closed (what superseded the purged node supersedes what it superseded) and
+removes the entities that existed only because the purged memory named them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import nodes, writing
+from .sessions import forget_active_session
+from .storage import search_index
+
+if TYPE_CHECKING:
+    from .models import ForgetResult
+    from .storage.sqlite import Storage
+
+
+def forget(storage: Storage, ref: str, *, purge: bool = False) -> ForgetResult:
+    from .models import ForgetResult
+
+    node_id = nodes.resolve_id(storage, ref)
+    if not purge:
+        with storage.transaction():
+            tombstone(storage, node_id)
+            forget_active_session(storage, node_id)
+        return ForgetResult(id=node_id, purged=False)
+    removed = purge_node(storage, node_id)
+    return ForgetResult(id=node_id, purged=True, removed=removed)
+
+
+def tombstone(storage: Storage, node_id: str) -> None:
+    """Soft delete inside an open write transaction (consolidation)."""
+    storage.connection.execute("UPDATE mem_nodes SET tombstoned = 1 WHERE id = ?", (node_id,))
+
+
+def purge_node(storage: Storage, node_id: str) -> tuple[str, ...]:
+    """Hard delete that leaves no trace of the content in any file of the store.
+
+    secure_delete zeroes the cells and pages this delete frees; 'rebuild' makes the
+    FTS5 index anew so no segment still holds the node's terms; a TRUNCATE
+    checkpoint empties the WAL, whose older frames still hold the content; VACUUM
+    rebuilds the file, which drops the copies that earlier writes left in free space
+    where SQLite was built without SECURE_DELETE (an update that moves a row, an
+    alias taken over; tests/reliability/test_purge.py shows it).
+    """
+    secure_before = storage.connection.execute("PRAGMA secure_delete").fetchone()[0]
+    storage.connection.execute("PRAGMA secure_delete = ON")
+    try:
+        with storage.transaction():
+            superseded = [
+                r[0]
+                for r in storage.connection.execute(
+                    "SELECT dst FROM mem_edges WHERE src = ? AND kind = 'SUPERSEDES'",
+                    (node_id,),
+                )
+            ]
+            # Purging a middle version keeps the chain: what superseded it now
+            # supersedes what it superseded, so the older version stays closed.
+            storage.connection.execute(
+                "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at) "
+                "SELECT newer.src, older.dst, 'SUPERSEDES', ? FROM mem_edges newer "
+                "JOIN mem_edges older ON older.src = newer.dst AND older.kind = 'SUPERSEDES' "
+                "WHERE newer.dst = ? AND newer.kind = 'SUPERSEDES'",
+                (storage.now(), node_id),
+            )
+            forget_active_session(storage, node_id)
+            removed = entities_only_named_by(storage, node_id)
+            storage.connection.executemany(
+                "DELETE FROM mem_nodes WHERE id = ?", [(i,) for i in (node_id, *removed)]
+            )
+            for old in superseded:
+                writing.recompute_valid_until(storage, old)
+            # 'rebuild' rather than 'optimize': the optimized segment goes one level
+            # above the highest in use, so repeated purges grew the index structure
+            # until FTS5 refused to load it (search_index.py).
+            search_index.rebuild(storage.connection)
+        storage.scrub_files()
+    finally:
+        storage.connection.execute(f"PRAGMA secure_delete = {int(secure_before)}")
+    return removed
+
+
+def entities_only_named_by(storage: Storage, node_id: str) -> tuple[str, ...]:
+    """Entities that exist only because this memory named them: created by the same
+    write (one clock reading per transaction, so the same recorded_at) and linked to
+    nothing else. A purge removes them too, or the name of a person or a secret would
+    stay recallable. An entity stored on its own, or named by any other memory,
+    stays."""
+    rows = storage.connection.execute(
+        "SELECT ent.id FROM mem_edges e JOIN mem_nodes ent ON ent.id = e.dst "
+        "JOIN mem_nodes purged ON purged.id = e.src "
+        "WHERE e.src = ?1 AND e.kind = 'ABOUT' AND ent.kind = 'entity' "
+        "AND ent.recorded_at = purged.recorded_at "
+        "AND NOT EXISTS (SELECT 1 FROM mem_edges o WHERE o.dst = ent.id AND o.src <> ?1) "
+        "AND NOT EXISTS (SELECT 1 FROM mem_edges o WHERE o.src = ent.id) ORDER BY ent.id",
+        (node_id,),
+    ).fetchall()
+    return tuple(str(row[0]) for row in rows)

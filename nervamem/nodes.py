@@ -1,0 +1,139 @@
+"""Nodes by reference: full IDs, unique prefixes and short IDs (ids.py), and the row
+every feature reads a node as. The SQL of these lookups lives here and nowhere else."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .errors import AmbiguousIdError, BadInputError, NotFoundError
+from .ids import MIN_SHORT_DIGITS, RANDOM_DIGITS, parse_short, short_form
+
+if TYPE_CHECKING:
+    from .models import Node
+    from .storage.sqlite import Storage
+
+ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+# The expression that mem_nodes_id_random (m003) indexes: an ID's random part.
+RANDOM_PART = f"substr(id, -{RANDOM_DIGITS})"
+NODE_SELECT = (
+    "SELECT id, kind, content, namespace, valid_from, valid_until, recorded_at, confidence, "
+    "tombstoned, access_count, last_accessed, data FROM mem_nodes"
+)
+
+
+def row_to_node(row: Sequence[Any]) -> Node:
+    from .models import Node
+
+    return Node(
+        id=row[0],
+        kind=row[1],
+        content=row[2],
+        namespace=row[3],
+        valid_from=row[4],
+        valid_until=row[5],
+        recorded_at=row[6],
+        confidence=float(row[7]),
+        tombstoned=bool(row[8]),
+        access_count=int(row[9]),
+        last_accessed=row[10],
+        data=json.loads(row[11]),
+    )
+
+
+def resolve_id(storage: Storage, ref: str, *, namespace: str | None = None) -> str:
+    """A full ID, a unique prefix of one (as git resolves short hashes) or a short
+    ID (``f-3a9c``: kind prefix, hyphen, a prefix of the random part; ids.py), within
+    the namespace. Raises NotFoundError or AmbiguousIdError (exit 3)."""
+    ns = storage.namespace_for(namespace)
+    prefix = ref.strip().lower()
+    if not prefix or len(prefix) > 64 or not set(prefix) <= ID_CHARS:
+        raise BadInputError(f"{ref[:40]!r} is not a node ID, short ID or ID prefix")
+    short = parse_short(prefix)
+    if short is None and "-" in prefix:
+        raise BadInputError(
+            f"{ref[:40]!r} is not a node ID: a short ID is a kind prefix, '-' and "
+            f"{MIN_SHORT_DIGITS} to {RANDOM_DIGITS} hex digits (f-3a9c)"
+        )
+    if short:
+        kind, digits = short
+        # A range of the random-part index (m003); '+namespace' and 'kind' filter
+        # the few rows it holds.
+        rows = storage.connection.execute(
+            f"SELECT id FROM mem_nodes WHERE {RANDOM_PART} >= ? "
+            f"AND {RANDOM_PART} < ? AND +kind = ? AND +namespace = ? "
+            "ORDER BY id LIMIT 11",
+            (digits, digits + "~", kind, ns),
+        ).fetchall()
+    else:
+        # '+namespace' keeps the planner on the id index (a range of a few rows);
+        # otherwise it picks mem_nodes_ns_kind and sorts the whole namespace per call.
+        rows = storage.connection.execute(
+            "SELECT id FROM mem_nodes WHERE id >= ? AND id < ? AND +namespace = ? "
+            "ORDER BY id LIMIT 11",
+            (prefix, prefix + "~", ns),
+        ).fetchall()
+    ids = [r[0] for r in rows]
+    if prefix in ids:
+        return prefix
+    if not ids:
+        raise NotFoundError(f"no node {ref[:40]!r} in namespace {ns!r}")
+    if len(ids) > 1:
+        raise AmbiguousIdError(prefix, ids)
+    return str(ids[0])
+
+
+def get(storage: Storage, ref: str, *, namespace: str | None = None) -> Node:
+    node_id = resolve_id(storage, ref, namespace=namespace)
+    row = storage.connection.execute(NODE_SELECT + " WHERE id = ?", (node_id,)).fetchone()
+    return row_to_node(row)
+
+
+def short_ids(
+    storage: Storage, ids: Iterable[str], *, min_hex: int = MIN_SHORT_DIGITS
+) -> dict[str, str]:
+    """The short ID of each node (ids.py): kind prefix, '-' and the fewest digits of
+    its random part (at least ``min_hex``) that no other node in the store shares,
+    whatever its kind or namespace, so it resolves wherever the node does."""
+    result: dict[str, str] = {}
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), 500):
+        # One statement per 500 IDs (a recall shows hundreds): two seeks each in the
+        # random-part index, for the random parts just before and after its own.
+        # '<=' and 'id <>': a twin with the very same random part counts as a
+        # neighbour.
+        rows = storage.connection.execute(
+            f"SELECT q.value, (SELECT max({RANDOM_PART}) FROM mem_nodes "
+            f"WHERE {RANDOM_PART} <= substr(q.value, -{RANDOM_DIGITS}) AND id <> q.value), "
+            f"(SELECT min({RANDOM_PART}) FROM mem_nodes "
+            f"WHERE {RANDOM_PART} > substr(q.value, -{RANDOM_DIGITS})) FROM json_each(?) q",
+            (json.dumps(unique[start : start + 500]),),
+        ).fetchall()
+        for node_id, before, after in rows:
+            own = node_id[-RANDOM_DIGITS:]
+            shared = max(
+                (common_prefix(own, other) for other in (before, after) if other),
+                default=0,
+            )
+            # Two random parts alike in all 16 digits (one chance in 2^64 per pair):
+            # only the whole ID tells them apart.
+            result[node_id] = (
+                node_id
+                if shared >= RANDOM_DIGITS
+                else short_form(node_id, max(shared + 1, min_hex))
+            )
+    return result
+
+
+def common_prefix(a: str, b: str) -> int:
+    # Binary search on slice equality: a few C-level compares instead of a Python loop
+    # over ~30 characters per ID.
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low

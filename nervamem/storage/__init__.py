@@ -1,0 +1,1 @@
+"""Where memories are kept: the engine, its schema and migrations, its files."""

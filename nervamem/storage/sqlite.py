@@ -1,0 +1,449 @@
+"""The SQLite storage engine: the one object that owns the connection.
+
+It applies the pragmas (WAL, busy timeout, foreign keys, cache), runs the migrations on
+open (migrations.py), wraps every write in one short ``BEGIN IMMEDIATE`` transaction
+taken in turn (write_queue.py), and holds what every feature module shares: the
+injectable clock and ID source, the active namespace and session (state.yaml), and the
+mapping of SQLite's errors to nervamem's. Feature modules (writing, recall, sessions,
+forgetting, consolidation, the code bridge) work through the public names of
+:class:`Storage` and its ``connection``; nothing outside this package touches its
+underscore names. A second engine (PostgreSQL) is a module beside this one with the
+same public names.
+
+Invariants: one reading of the clock per transaction (every ID, ``recorded_at`` and
+default ``valid_from`` a transaction writes share it); every read-modify-write of
+state.yaml happens inside a transaction, so under the write lock.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+import stat
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import (
+    BadInputError,
+    NervamemError,
+    SchemaTooNewError,
+    StoreError,
+    StoreLockedError,
+)
+from ..ids import RandomSource, make_id, random_bits
+from ..locate import resolve_db_path, shown_path
+from ..state import State, load_state, validate_namespace
+from ..state import save_state as write_state_file
+from ..timeparse import format_time
+from .migrations import MIGRATIONS, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from .write_queue import WriteQueue
+
+Clock = Callable[[], datetime]
+DEFAULT_BUSY_TIMEOUT_MS = 15_000
+CACHE_KIB = 65_536
+ENV_BUSY_TIMEOUT = "NERVAMEM_BUSY_TIMEOUT_MS"
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Storage:
+    def __init__(
+        self,
+        db_path: str | os.PathLike[str] | None = None,
+        *,
+        namespace: str | None = None,
+        clock: Clock | None = None,
+        random_source: RandomSource | None = None,
+        busy_timeout_ms: int | None = None,
+    ) -> None:
+        self.path = resolve_db_path(db_path)
+        self.clock = clock or utc_now
+        self.random = random_source or random_bits
+        # --ns for one command: the namespace in use without switching the active one.
+        self.namespace_override = validate_namespace(namespace) if namespace is not None else None
+        self._state: State | None = None
+        self.in_transaction = False
+        self.transaction_time: datetime | None = None
+        self._state_pending = False  # state.yaml to write when the transaction commits
+        if busy_timeout_ms is None:
+            busy_timeout_ms = _busy_timeout_from_env()
+        self.busy_timeout_ms = busy_timeout_ms
+        self.read_only = False
+        # Writers take turns in a queue (write_queue.py), made at the first write after
+        # _open(): not while it migrates, so that a file that turns out to be another
+        # program's database gets no lock files beside it.
+        self._write_queue: WriteQueue | None = None
+        self._queue_writes = False
+        self.connection = self._open()
+        self._queue_writes = True
+
+    def _open(self) -> sqlite3.Connection:
+        path = self.path
+        _check_store_file(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _path_error(exc, f"cannot create {shown_path(path.parent)}") from None
+        try:
+            conn = self._connect(path, read_only=False)
+        except sqlite3.OperationalError as exc:
+            if path.exists() and not os.access(path, os.W_OK):
+                try:
+                    conn = self._connect(path, read_only=True)
+                except sqlite3.DatabaseError as ro_exc:
+                    raise StoreError(f"{path} is read-only and cannot be read: {ro_exc}") from None
+                self.read_only = True
+            elif "locked" in str(exc):  # the busy timeout ran out while opening
+                raise self.error_from(exc) from None
+            else:
+                raise StoreError(f"cannot open {path}: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path} is not a nervamem store ({exc})") from None
+        self.connection = conn
+        try:
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise self.error_from(exc) from None
+        except BaseException:
+            conn.close()  # e.g. a newer schema: do not leave the files open behind us
+            raise
+        return conn
+
+    def _connect(self, path: Path, *, read_only: bool) -> sqlite3.Connection:
+        if read_only:
+            uri = path.resolve().as_uri() + "?mode=ro"
+            wal = f"{path}-wal"
+            wal_index_in_memory = False
+            if not os.access(path.parent, os.W_OK) and not (
+                os.path.exists(wal) and os.path.exists(f"{path}-shm")
+            ):
+                # A WAL store opened read-only needs a -shm file (the WAL index), which
+                # SQLite cannot create in a read-only folder (since 3.22 it reads through
+                # an existing read-only one). Without one, no other connection has the
+                # store open.
+                if _wal_has_frames(wal):
+                    # A leftover -wal holds writes not yet in the file. SQLite builds the
+                    # WAL index in memory for a connection in exclusive locking mode
+                    # (wal.html, "WAL without shared memory"); the lock-free VFS lets it
+                    # hold that mode on a file it may only read.
+                    uri += "&vfs=unix-none"
+                    wal_index_in_memory = True
+                else:
+                    # The file alone holds the whole store.
+                    uri += "&immutable=1"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            if wal_index_in_memory:
+                try:  # before the first read, or SQLite looks for the -shm file
+                    conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+                except sqlite3.DatabaseError:
+                    conn.close()
+                    raise
+        else:
+            conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            if not read_only:
+                mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+                if str(mode).lower() != "wal" and _may_convert_to_wal(conn):
+                    _switch_to_wal(conn, self.busy_timeout_ms)
+                # FULL: a commit that returned survives power loss, not only a crash.
+                conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            # 64 MiB of page cache instead of 2: a 100k-node store is ~90 MB, and its hot
+            # index pages (entity hubs, FTS) then stay in memory. Pages are allocated
+            # only when read, so a short CLI call does not pay for it.
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    def _migrate(self) -> None:
+        version = int(self.connection.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNewError(
+                f"{self.path} has schema version {version}, newer than this nervamem "
+                f"understands ({SCHEMA_VERSION}); upgrade nervamem to use it"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        if self.read_only:
+            raise StoreError(f"{self.path} is read-only and needs a schema upgrade")
+        with self.transaction():
+            version = int(self.connection.execute("PRAGMA user_version").fetchone()[0])
+            if (
+                version == 0
+                and self.connection.execute(
+                    "SELECT 1 FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' LIMIT 1"
+                ).fetchone()
+            ):
+                raise StoreError(f"{self.path} is an SQLite database, but not a nervamem store")
+            self.connection.execute(
+                "CREATE TABLE IF NOT EXISTS mem_migrations "
+                "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+            )
+            for index, (name, migrate) in enumerate(MIGRATIONS, start=1):
+                if index <= version:
+                    continue
+                migrate(self.connection)
+                self.connection.execute(
+                    "INSERT INTO mem_migrations (name, applied_at) VALUES (?, ?)",
+                    (name, self.now()),
+                )
+                self.connection.execute(f"PRAGMA user_version = {index}")
+
+    def close(self) -> None:
+        self.connection.close()
+        if self._write_queue is not None:
+            self._write_queue.close()
+
+    def error_from(self, exc: sqlite3.Error) -> StoreError:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            return StoreLockedError(
+                f"{self.path} stayed locked by another writer for "
+                f"{self.busy_timeout_ms / 1000:g}s; nothing was written"
+            )
+        if "readonly" in text or "read-only" in text:
+            return StoreError(f"{self.path} is read-only; nothing was written")
+        if "not a database" in text or "malformed" in text or "corrupt" in text:
+            return StoreError(f"{self.path} is not a usable nervamem store ({text})")
+        return StoreError(f"{self.path}: {text}")
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One short write transaction; the write lock is taken up front, in turn: a
+        writer that commits in a loop cannot keep the others waiting (write_queue.py).
+        The busy timeout bounds the whole wait, queue and SQLite's lock together."""
+        if self.in_transaction:
+            yield
+            return
+        if self.read_only:
+            raise StoreError(f"{self.path} is read-only; nothing was written")
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
+        queue = self._write_queue
+        if queue is None and self._queue_writes:
+            from .write_queue import WriteQueue
+
+            queue = self._write_queue = WriteQueue(self.path)
+        if queue is not None and not queue.take_turn(deadline):
+            raise self.error_from(sqlite3.OperationalError("database is locked"))
+        try:
+            # SQLite's lock can still be taken by what does not queue (another program,
+            # a purge's VACUUM, a recall counting accesses): wait for it only as long as
+            # the queue left of the busy timeout.
+            left_ms = max(int((deadline - time.monotonic()) * 1000), 0)
+            waited = left_ms < self.busy_timeout_ms - 1
+            if waited:
+                self.connection.execute(f"PRAGMA busy_timeout = {left_ms}")
+            try:
+                self.connection.execute("BEGIN IMMEDIATE")
+            finally:
+                if waited:
+                    self.connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        except BaseException as exc:
+            if queue is not None:
+                queue.end_turn()
+            if isinstance(exc, sqlite3.Error):
+                raise self.error_from(exc) from None
+            raise
+        self.in_transaction = True
+        # One reading of the clock per transaction: every ID, recorded_at and default
+        # valid_from written by it share the same moment.
+        self.transaction_time = self.clock()
+        try:
+            yield
+            if self._state_pending and self._state is not None:
+                # Before COMMIT: if state.yaml cannot be written, the session it would
+                # name is rolled back with the rest and the command changes nothing.
+                write_state_file(self.path, self._state)
+            self._state_pending = False
+            self.connection.execute("COMMIT")
+        except BaseException as exc:
+            if self._state_pending:  # the session it names is rolled back with the rest
+                self._state_pending = False
+                self._state = None
+            try:
+                self.connection.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            if isinstance(exc, sqlite3.Error):
+                raise self.error_from(exc) from None
+            raise
+        finally:
+            self.in_transaction = False
+            self.transaction_time = None
+            if queue is not None:
+                queue.end_turn()
+
+    def moment(self) -> datetime:
+        return self.transaction_time or self.clock()
+
+    def now(self) -> str:
+        return format_time(self.moment())
+
+    def new_id(self, kind: str) -> str:
+        moment = self.moment()
+        return make_id(kind, int(moment.timestamp() * 1000), self.random())
+
+    @property
+    def state(self) -> State:
+        if self._state is None:
+            self._state = load_state(self.path)
+        return self._state
+
+    @property
+    def namespace(self) -> str:
+        return self.namespace_override or self.state.namespace
+
+    def namespace_for(self, namespace: str | None) -> str:
+        return validate_namespace(namespace) if namespace is not None else self.namespace
+
+    def reload_state(self) -> State:
+        """state.yaml as it is now, not as this object first read it. Inside a write
+        transaction that stays true until COMMIT: every change of the state is made
+        under the write lock. A change this transaction made itself (a batch) is newer
+        than the file, and is kept."""
+        if not self._state_pending:
+            self._state = load_state(self.path)
+        return self.state
+
+    def save_state(self, state: State) -> None:
+        if self.in_transaction:
+            # Inside a batch, state.yaml is written once, when the batch commits: a
+            # rolled-back session never becomes the active one, and an import that starts
+            # a thousand sessions does not pay a thousand fsyncs.
+            self._state = state
+            self._state_pending = True
+            return
+        write_state_file(self.path, state)
+        self._state = state
+
+    def scrub_files(self) -> None:
+        try:
+            self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.connection.execute("VACUUM")
+            emptied = self.truncate_wal()
+        except sqlite3.Error as exc:
+            raise self.error_from(exc) from None
+        if not emptied:
+            # A reader's snapshot still needs the old pages, so they could not be
+            # overwritten yet: say so instead of claiming there is no trace left.
+            raise StoreLockedError(
+                f"the node is deleted, but other processes kept reading or checkpointing "
+                f"{self.path} for {self.busy_timeout_ms / 1000:g}s, so its old bytes stay on "
+                "disk until the last process using the store closes it"
+            )
+
+    def truncate_wal(self) -> bool:
+        """Checkpoint and empty the WAL; False if that stayed impossible for the busy
+        timeout. A TRUNCATE checkpoint waits for readers through the busy handler, but
+        answers 'busy' at once while another connection checkpoints: retry that."""
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
+        while True:
+            busy = self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            if not busy or time.monotonic() >= deadline:
+                return not busy
+            time.sleep(0.02)
+
+
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
+WAL_HEADER_BYTES = 32
+WAL_FRAME_HEADER_BYTES = 24
+MIN_PAGE_BYTES = 512
+
+
+def _may_convert_to_wal(conn: sqlite3.Connection) -> bool:
+    """Only an empty file or a store this version understands is switched to WAL: another
+    program's database, or a newer store, is refused by _migrate and must stay untouched."""
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version:
+        return version <= SCHEMA_VERSION
+    return not conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' LIMIT 1"
+    ).fetchone()
+
+
+def _switch_to_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    """PRAGMA journal_mode = WAL needs an exclusive lock, and when several processes
+    open a new store at once SQLite answers 'locked' at once instead of calling the busy
+    handler: retry until the busy timeout, as the handler would have waited."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    while True:
+        try:
+            # A file system without WAL support answers with the old mode, no error:
+            # that is accepted at once, as before.
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.01)
+
+
+def _check_store_file(path: Path) -> None:
+    """Refuse a path that exists but is not a regular file before SQLite touches it: it
+    would open /dev/null and leave /dev/null-journal behind, or wait on a named pipe."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return  # created on first use; a parent that is a file fails at mkdir
+    except OSError as exc:
+        raise _path_error(exc, f"cannot use {shown_path(path)}") from None
+    if not stat.S_ISREG(mode):
+        what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+        raise StoreError(f"{shown_path(path)} is {what}, not a nervamem store")
+
+
+def _path_error(exc: OSError, doing: str) -> NervamemError:
+    if exc.errno == errno.ENAMETOOLONG:  # the path the user gave, not the store, is wrong
+        return BadInputError(f"{doing}: the path is too long for this system")
+    return StoreError(f"{doing}: {exc.strerror or exc}")
+
+
+def _wal_has_frames(wal: str) -> bool:
+    """Whether a -wal file holds at least one whole frame. SQLite ignores a shorter one
+    (nothing in it was ever committed); one that cannot be read is assumed to matter."""
+    try:
+        with open(wal, "rb") as handle:
+            header = handle.read(WAL_HEADER_BYTES)
+            size = os.fstat(handle.fileno()).st_size
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    if len(header) < WAL_HEADER_BYTES:
+        return False
+    page = max(int.from_bytes(header[8:12], "big"), MIN_PAGE_BYTES)
+    return size >= WAL_HEADER_BYTES + WAL_FRAME_HEADER_BYTES + page
+
+
+def _busy_timeout_from_env() -> int:
+    raw = os.environ.get(ENV_BUSY_TIMEOUT, "").strip()
+    if not raw:
+        return DEFAULT_BUSY_TIMEOUT_MS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise BadInputError(
+            f"{ENV_BUSY_TIMEOUT}={raw[:40]!r} is not a whole number of milliseconds >= 0"
+        )
+    return value
