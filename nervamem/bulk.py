@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import BadInputError
 from .ids import ID_PATTERN, KIND_PREFIX, random_bits
+from .locate import graph_path_beside
 from .store import _check_supersedable, _check_text, _checked_memory
 
 if TYPE_CHECKING:
@@ -200,7 +201,7 @@ class _Writer:
         self.default_namespace: str | None = None
         self.sessions: dict[tuple[str | None, str], str | None] = {}
         self.entities: dict[tuple[str, str], str] = {}
-        self.bridge = (store.path.parent / "graph.graphml").is_file()
+        self.bridge = graph_path_beside(store.path).is_file()
 
     def new_id(self, kind: str) -> str:
         """What store._new_id(kind) returns in this transaction (ids.make_id's format)."""

@@ -61,13 +61,12 @@ from typing import TYPE_CHECKING, Any
 
 from .entities import stripped
 from .errors import BadInputError, NotFoundError
-from .locate import shown_path
+from .locate import graph_path_beside, shown_path
 from .visible import visible
 
 if TYPE_CHECKING:
     from .store import MemoryStore
 
-GRAPH_FILE = "graph.graphml"
 SIDECAR_FILE = "graph-index.sqlite"
 HASH_SCHEME = "sha256-lines-16"
 GENERATOR = "nervamem"
@@ -471,10 +470,6 @@ def _inside_venv(root: Path, parts: Sequence[str], cache: dict[Path, bool]) -> b
 
 
 # --------------------------------------------------------------------------- paths
-def graph_path_for(store: MemoryStore) -> Path:
-    return store.path.parent / GRAPH_FILE
-
-
 def default_root(graph_path: Path) -> Path:
     """The folder that holds ``.nervapack/``: graph file paths are relative to it."""
     return graph_path.parent.parent.resolve()
@@ -504,7 +499,7 @@ def _source_path(root: Path, file_path: str) -> Path:
 def index_code(store: MemoryStore, root: str | os.PathLike[str] | None = None) -> IndexResult:
     """Write the code graph of ``root`` (default: the folder holding the store's folder)
     beside the store, reusing the nodes of files unchanged since the last index."""
-    return build_index(graph_path_for(store), root)
+    return build_index(graph_path_beside(store.path), root)
 
 
 def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) -> IndexResult:
@@ -1280,7 +1275,7 @@ def _touches(
 def code_root(store: MemoryStore) -> Path:
     """Where anchored file paths are resolved: the graph's recorded root, else the
     folder that holds the store's folder."""
-    graph_path = graph_path_for(store)
+    graph_path = graph_path_beside(store.path)
     if graph_path.is_file():
         try:
             with open_code_index(graph_path) as index:

@@ -48,7 +48,7 @@ from .ids import (
     short_form,
 )
 from .kinds import STORABLE_KINDS
-from .locate import resolve_db_path, shown_path
+from .locate import graph_path_beside, resolve_db_path, shown_path
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 from .state import State, load_state, save_state, validate_namespace
 from .timeparse import format_time, parse_time
@@ -599,7 +599,7 @@ class MemoryStore:
 
     def _anchor_code(self, node_id: str, entity_ids: list[tuple[str, str]]) -> None:
         """TOUCHES bridge: only when a code graph exists beside the store (lazy import)."""
-        graph_path = self.path.parent / "graph.graphml"
+        graph_path = graph_path_beside(self.path)
         if not graph_path.is_file():
             return
         from .codegraph import anchor_entities
