@@ -62,7 +62,6 @@ from typing import TYPE_CHECKING, Any
 from .entities import stripped
 from .errors import BadInputError, NotFoundError
 from .locate import graph_path_beside, shown_path
-from .visible import visible
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -183,18 +182,6 @@ class IndexResult:
     errors: tuple[str, ...]
     written: bool
 
-    @property
-    def markdown(self) -> str:
-        errors = f", {len(self.errors)} with syntax errors" if self.errors else ""
-        state = "written to" if self.written else "unchanged:"
-        lines = [
-            f"Indexed {self.files} Python file{'' if self.files == 1 else 's'} under "
-            f"{self.root} ({self.parsed} parsed, {self.reused} reused{errors}): "
-            f"{self.nodes} nodes, {self.edges} CONTAINS edges; {state} {self.graph_path}"
-        ]
-        lines.extend(f"- {error}" for error in self.errors)
-        return visible("\n".join(lines) + "\n")
-
 
 @dataclass(frozen=True)
 class CodeMemory:
@@ -213,23 +200,6 @@ class CodeForResult:
     line: int | None
     items: tuple[CodeMemory, ...]
 
-    @property
-    def markdown(self) -> str:
-        target = self.file_path if self.line is None else f"{self.file_path}:{self.line}"
-        count = len(self.items)
-        lines = [f"## Memories about {target} ({count} item{'' if count == 1 else 's'})"]
-        if self.items:
-            lines.append("")
-        for item in self.items:
-            where = ", ".join(
-                f"{a.qualname or a.graph_node_id} {_lines(a)}".strip() for a in item.anchors
-            )
-            lines.append(
-                f"- [{item.short_id}] {item.valid_from[:10]} · {item.kind} — "
-                f"{_one_line(item.content)} ({where})"
-            )
-        return visible("\n".join(lines) + "\n")
-
 
 @dataclass(frozen=True)
 class CodeToResult:
@@ -238,24 +208,6 @@ class CodeToResult:
     kind: str
     content: str
     anchors: tuple[CodeAnchor, ...]
-
-    @property
-    def markdown(self) -> str:
-        count = len(self.anchors)
-        lines = [
-            f"## Code anchors of [{self.short_id}] ({count} anchor{'' if count == 1 else 's'})",
-            "",
-            f"{self.kind} — {_one_line(self.content)}",
-        ]
-        if self.anchors:
-            lines.append("")
-        for anchor in self.anchors:
-            via = f" via entity {anchor.entity}" if anchor.entity else ""
-            lines.append(
-                f"- {anchor.location} · {anchor.kind or 'symbol'} "
-                f"{anchor.qualname or anchor.graph_node_id}{via}"
-            )
-        return visible("\n".join(lines) + "\n")
 
 
 @dataclass(frozen=True)
@@ -278,36 +230,6 @@ class StalenessReport:
     anchors_checked: int
     unverifiable: int
     stale: tuple[StaleItem, ...]
-
-    @property
-    def markdown(self) -> str:
-        memories = len({item.id for item in self.stale})
-        head = (
-            f"## Staleness: {self.checked} anchored "
-            f"memor{'y' if self.checked == 1 else 'ies'} checked, "
-            + (f"{memories} stale" if memories else "none stale")
-        )
-        lines = [head]
-        if self.stale:
-            lines.append("")
-        for item in self.stale:
-            lines.append(
-                f"- [{item.short_id}] {item.file_path} · {item.qualname or item.graph_node_id}"
-                f" — {item.reason}: {item.detail} — {_one_line(item.content)}"
-            )
-        if self.unverifiable:
-            lines += ["", f"{self.unverifiable} anchor(s) carry no comparable source hash."]
-        return visible("\n".join(lines) + "\n")
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _lines(anchor: CodeAnchor) -> str:
-    if anchor.start_line is None:
-        return ""
-    return f"L{anchor.start_line}-{anchor.end_line or anchor.start_line}"
 
 
 # --------------------------------------------------------------------------- python source
