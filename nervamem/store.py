@@ -55,7 +55,7 @@ from .timeparse import format_time, parse_time
 
 if TYPE_CHECKING:
     from .bulk import NewMemory
-    from .codegraph import AnchorReport
+    from .code.values import AnchorReport
     from .models import (
         CurrentContext,
         ForgetResult,
@@ -602,7 +602,7 @@ class MemoryStore:
         graph_path = graph_path_beside(self.path)
         if not graph_path.is_file():
             return
-        from .codegraph import anchor_entities
+        from .code.anchors import anchor_entities
 
         # Kept for the caller: ambiguous names and graph problems are reported, not raised.
         self.code_anchoring[node_id] = anchor_entities(self, node_id, entity_ids, graph_path)

@@ -1,6 +1,6 @@
 """Commands that work after the fact: ``consolidate`` and the code bridge (``code index``,
 ``code-for``, ``code-to``, ``verify-staleness``). They parse, call one core function and
-render; the core lives in nervamem.consolidate and nervamem.codegraph."""
+render; the core lives in nervamem.consolidate and the nervamem.code package."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def code_index(
       nervamem code index
       nervamem code index src/
     """
-    from ..codegraph import index_code
+    from ..code.indexing import index_code
 
     output = _format(ctx, fmt)
     with _open(ctx) as memory:
@@ -127,7 +127,7 @@ def code_for(
       nervamem code-for nervamem/store.py
       nervamem code-for nervamem/store.py:120 --format json
     """
-    from ..codegraph import code_for as find_memories
+    from ..code.queries import code_for as find_memories
 
     output = _format(ctx, fmt)
     with _open(ctx, namespace) as memory:
@@ -148,7 +148,7 @@ def code_to(
     Example:
       nervamem code-to d-3a9c
     """
-    from ..codegraph import code_to as find_anchors
+    from ..code.queries import code_to as find_anchors
 
     output = _format(ctx, fmt)
     with _open(ctx, namespace) as memory:
@@ -170,7 +170,7 @@ def verify_staleness(
     Example:
       nervamem verify-staleness --format json
     """
-    from ..codegraph import verify_staleness as verify
+    from ..code.queries import verify_staleness as verify
 
     output = _format(ctx, fmt)
     with _open(ctx, namespace) as memory:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..pack import one_line
 
 if TYPE_CHECKING:
-    from ..codegraph import CodeAnchor, CodeForResult, CodeToResult, IndexResult, StalenessReport
+    from ..code.values import CodeAnchor, CodeForResult, CodeToResult, IndexResult, StalenessReport
 
 
 def index_result(result: IndexResult) -> str:

@@ -204,7 +204,7 @@ def test_references_to_written_nodes_as_store_calls(
 def test_with_the_code_bridge_as_store_calls(tmp_path: Path) -> None:
     """Beside a code graph each memory's entities are anchored as it is stored: new
     entities, buffered rows and TOUCHES edges interleave as with store() calls."""
-    from nervamem.codegraph import index_code
+    from nervamem.code.indexing import index_code
     from tests.core.test_codegraph import make_repo
 
     dumps = []

@@ -13,17 +13,12 @@ from pathlib import Path
 import pytest
 
 from nervamem import MemoryStore, NotFoundError
-from nervamem.codegraph import (
-    CodeSymbol,
-    build_index,
-    code_for,
-    code_to,
-    index_code,
-    open_code_index,
-    python_symbols,
-    read_graphml,
-    verify_staleness,
-)
+from nervamem.code.graph_file import read_graphml
+from nervamem.code.indexing import build_index, index_code
+from nervamem.code.queries import code_for, code_to, verify_staleness
+from nervamem.code.sidecar import open_code_index
+from nervamem.code.symbols import python_symbols
+from nervamem.code.values import CodeSymbol
 from nervamem.errors import BadInputError
 from nervamem.render.markdown import render
 
