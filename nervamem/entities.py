@@ -38,7 +38,7 @@ def basic_slug(name: str) -> str:
 
 def stripped(name: str) -> str:
     """Every separator removed (``func_101_4`` -> ``func1014``): the alias form of stores
-    made before digit boundaries were kept, and code symbol matching (codegraph.py)."""
+    made before digit boundaries were kept, and code symbol matching (code/names.py)."""
     return _NON_ALNUM.sub("", name).lower()
 
 

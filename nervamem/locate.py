@@ -1,4 +1,4 @@
-"""Where the store lives.
+"""Where the store lives, and the code graph beside it.
 
 Order (cli.md): an explicit path (``--db`` / ``MemoryStore(db_path)``), then
 ``NERVAPACK_MEMORY_DB``, then ``.nervapack/memory.db`` found walking up from the working
@@ -19,6 +19,7 @@ from .errors import BadInputError, StoreError
 ENV_DB = "NERVAPACK_MEMORY_DB"
 STORE_DIR = ".nervapack"
 STORE_FILE = "memory.db"
+GRAPH_FILE = "graph.graphml"
 SHOWN_PATH_CHARS = 80
 
 
@@ -28,6 +29,12 @@ def shown_path(path: str | os.PathLike[str]) -> str:
     if len(text) <= SHOWN_PATH_CHARS:
         return text
     return f"{text[:50]}...{text[-20:]} ({len(text)} characters)"
+
+
+def graph_path_beside(db_path: Path) -> Path:
+    """The code graph that memories stored in ``db_path`` are anchored to; the only place
+    that knows its name (``code index`` writes it, ``store`` reads it)."""
+    return db_path.parent / GRAPH_FILE
 
 
 def home_store() -> Path:

@@ -26,7 +26,7 @@ from .ids import MIN_SHORT_DIGITS, RandomSource
 from .storage.sqlite import Clock, Storage
 
 if TYPE_CHECKING:
-    from .codegraph import (
+    from .code.values import (
         AnchorReport,
         CodeForResult,
         CodeToResult,
@@ -292,23 +292,23 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ the code bridge
     def index_code(self, root: str | os.PathLike[str] | None = None) -> IndexResult:
-        from .codegraph import index_code
+        from .code.indexing import index_code
 
         return index_code(self.storage, root)
 
     def code_for(
         self, target: str, *, namespace: str | None = None, cwd: Path | None = None
     ) -> CodeForResult:
-        from .codegraph import code_for
+        from .code.queries import code_for
 
         return code_for(self.storage, target, namespace=namespace, cwd=cwd)
 
     def code_to(self, ref: str, *, namespace: str | None = None) -> CodeToResult:
-        from .codegraph import code_to
+        from .code.queries import code_to
 
         return code_to(self.storage, ref, namespace=namespace)
 
     def verify_staleness(self, *, namespace: str | None = None) -> StalenessReport:
-        from .codegraph import verify_staleness
+        from .code.queries import verify_staleness
 
         return verify_staleness(self.storage, namespace=namespace)

@@ -32,17 +32,17 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from itertools import chain
 from operator import itemgetter
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import nodes
 from .errors import BadInputError
 from .ids import ID_PATTERN, KIND_PREFIX, random_bits
 from .kinds import STORABLE_KINDS
+from .locate import graph_path_beside
 from .timeparse import format_time, parse_time
 
 if TYPE_CHECKING:
-    from .codegraph import AnchorReport
+    from .code.values import AnchorReport
     from .storage.sqlite import Storage
 
 Ref = str | int
@@ -220,7 +220,7 @@ class _Writer:
         self.default_namespace: str | None = None
         self.sessions: dict[tuple[str | None, str], str | None] = {}
         self.entities: dict[tuple[str, str], str] = {}
-        self.bridge = graph_file_path(storage.path).is_file()
+        self.bridge = graph_path_beside(storage.path).is_file()
         self.anchoring: dict[str, AnchorReport] = {}
 
     def new_id(self, kind: str) -> str:
@@ -543,18 +543,13 @@ def check_text(text: str, what: str) -> None:
         raise BadInputError(f"{what} is not valid UTF-8 text") from None
 
 
-def graph_file_path(db_path: Path) -> Path:
-    """The code graph beside the store (the code bridge's index, code-bridge.md)."""
-    return db_path.parent / "graph.graphml"
-
-
 def anchor_code(
     storage: Storage, node_id: str, entity_ids: list[tuple[str, str]]
 ) -> AnchorReport | None:
     """TOUCHES bridge: only when a code graph exists beside the store (lazy import)."""
-    graph_path = graph_file_path(storage.path)
+    graph_path = graph_path_beside(storage.path)
     if not graph_path.is_file():
         return None
-    from .codegraph import anchor_entities
+    from .code.anchors import anchor_entities
 
     return anchor_entities(storage, node_id, entity_ids, graph_path)

@@ -1,6 +1,6 @@
 """Commands that work after the fact: ``consolidate`` and the code bridge (``code index``,
 ``code-for``, ``code-to``, ``verify-staleness``). They parse, call one core function and
-render; the core lives in nervamem.consolidate and nervamem.codegraph."""
+render; the core lives in nervamem.consolidate and the nervamem.code package."""
 
 from __future__ import annotations
 

@@ -75,6 +75,10 @@ def _render(view: str, payload: Any) -> str:
     if view == "init":
         init: InitResult = payload
         return f"{'Initialised' if init.created else 'Already initialised'} {init.db_path}\n"
+    if view in ("code_index", "code_for", "code_to", "verify_staleness"):
+        from .code_markdown import VIEWS  # here: only the code commands load it
+
+        return VIEWS[view](payload)
     custom = getattr(payload, "markdown", None)
     if isinstance(custom, str):
         return custom

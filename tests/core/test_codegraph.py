@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 
 from nervamem import MemoryStore, NotFoundError
-from nervamem.codegraph import (
-    CodeSymbol,
-    build_index,
-    open_code_index,
-    python_symbols,
-    read_graphml,
-)
+from nervamem.code.graph_file import read_graphml
+from nervamem.code.indexing import build_index
+from nervamem.code.sidecar import open_code_index
+from nervamem.code.symbols import python_symbols
+from nervamem.code.values import CodeSymbol
 from nervamem.errors import BadInputError
+from nervamem.render.markdown import render
 
 AUTH = '''\
 """Authentication."""
@@ -432,7 +431,7 @@ def test_code_for_a_file(indexed: MemoryStore, memories: dict[str, str]) -> None
     ]
     load = result.items[0]
     assert [a.graph_node_id for a in load.anchors] == ["pkg/auth.py::load"]  # this file only
-    assert result.markdown.startswith("## Memories about pkg/auth.py (3 items)")
+    assert render("code_for", result).startswith("## Memories about pkg/auth.py (3 items)")
 
 
 def test_code_for_a_line_finds_the_code_that_contains_it(
@@ -519,7 +518,7 @@ def test_nothing_is_stale_right_after_anchoring(
     assert report.checked == 5
     assert report.anchors_checked == 6
     assert report.stale == ()
-    assert "none stale" in report.markdown
+    assert "none stale" in render("verify_staleness", report)
 
 
 def test_staleness_after_editing_and_deleting_code(

@@ -1,0 +1,144 @@
+"""Which source files a repository has, and the paths the bridge records: relative POSIX
+paths from the folder that holds ``.nervapack/`` (or from a recorded root)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+from ..errors import BadInputError
+from ..locate import shown_path
+
+SOURCE_SUFFIXES = (".py",)
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".nervapack",
+        "__pycache__",
+        "node_modules",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "site-packages",
+    }
+)
+
+
+def _in_skipped_dir(rel_parts: Sequence[str]) -> bool:
+    return any(part in SKIP_DIRS for part in rel_parts[:-1])
+
+
+def list_source_files(root: Path) -> list[str]:
+    """Source files under ``root`` (relative POSIX paths, sorted): what git tracks or
+    would track when ``root`` is in a git work tree, else a walk that skips VCS folders,
+    ``.nervapack``, caches and virtual environments."""
+    listed = _git_files(root)
+    if listed is None:
+        listed = _walk_files(root)
+    venv_dirs: dict[Path, bool] = {}
+    result: list[str] = []
+    for rel in listed:
+        parts = PurePosixPath(rel).parts
+        if not rel.endswith(SOURCE_SUFFIXES) or _in_skipped_dir(parts):
+            continue
+        if _inside_venv(root, parts, venv_dirs):
+            continue
+        if (root / rel).is_file():
+            result.append(rel)
+    return sorted(set(result))
+
+
+def _git_files(root: Path) -> list[str] | None:
+    try:
+        completed = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(root),
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if completed.returncode != 0:
+        return None
+    names = completed.stdout.decode("utf-8", "surrogateescape").split("\0")
+    return [name for name in names if name]
+
+
+def _walk_files(root: Path) -> list[str]:
+    found: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d not in SKIP_DIRS
+            and not d.startswith(".")
+            and not (here / d / "pyvenv.cfg").exists()
+        )
+        rel_folder = here.relative_to(root)
+        found.extend((rel_folder / name).as_posix() for name in files)
+    return found
+
+
+def _inside_venv(root: Path, parts: Sequence[str], cache: dict[Path, bool]) -> bool:
+    folder = root
+    for part in parts[:-1]:
+        folder = folder / part
+        if folder not in cache:
+            cache[folder] = (folder / "pyvenv.cfg").exists()
+        if cache[folder]:
+            return True
+    return False
+
+
+def default_root(graph_path: Path) -> Path:
+    """The folder that holds ``.nervapack/``: graph file paths are relative to it."""
+    return graph_path.parent.parent.resolve()
+
+
+def relative_to(path: Path, base: Path) -> str | None:
+    try:
+        rel = path.relative_to(base).as_posix()
+    except ValueError:
+        return None
+    return "" if rel == "." else rel
+
+
+def normalise_path(text: str) -> str:
+    posix = text.strip().replace("\\", "/")
+    while posix.startswith("./"):
+        posix = posix[2:]
+    return posix
+
+
+def source_path(root: Path, file_path: str) -> Path:
+    path = Path(file_path)
+    return path if path.is_absolute() else root / file_path
+
+
+def expanded_path(text: str | os.PathLike[str]) -> Path:
+    """A path the user gave, ~ expanded: ~user of no such user (or ~ with no home
+    folder) is bad input, not an internal error."""
+    try:
+        return Path(text).expanduser()
+    except (RuntimeError, KeyError):
+        raise BadInputError(
+            f"{shown_path(text)} cannot be expanded: no such user or no home folder"
+        ) from None

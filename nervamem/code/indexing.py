@@ -1,0 +1,159 @@
+"""``nervamem code index``: write the graph file and its sidecar, re-parsing only the
+files that changed since the previous index (module nodes carry each file's mtime, size
+and hash)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import BadInputError, NotFoundError
+from ..locate import graph_path_beside
+from .files import default_root, expanded_path, list_source_files, relative_to
+from .graph_file import GENERATOR, INDEX_VERSION, RACY_WINDOW_NS, as_int, read_graphml, write_graph
+from .sidecar import CodeIndex, open_sidecar, sidecar_is_fresh, write_sidecar
+from .symbols import HASH_SCHEME, file_hash, python_symbols
+from .values import CodeSymbol, IndexResult
+
+if TYPE_CHECKING:
+    from ..storage.sqlite import Storage
+
+
+def index_code(storage: Storage, root: str | os.PathLike[str] | None = None) -> IndexResult:
+    """Write the code graph of ``root`` (default: the folder holding the store's folder)
+    beside the store, reusing the nodes of files unchanged since the last index."""
+    return build_index(graph_path_beside(storage.path), root)
+
+
+def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) -> IndexResult:
+    base = default_root(graph_path)
+    scan_root = expanded_path(root).resolve() if root else base
+    if not scan_root.exists():
+        raise NotFoundError(f"{root} does not exist")
+    if not scan_root.is_dir():
+        raise BadInputError(f"{root} is not a folder")
+    # Paths are relative to the folder holding .nervapack/; a ROOT outside it keeps
+    # paths relative to ROOT and records ROOT in the graph.
+    prefix = relative_to(scan_root, base)
+    rel_base = base if prefix is not None else scan_root
+    recorded_root = None if prefix is not None else str(scan_root)
+
+    previous_attrs, previous = _previous_index(graph_path, recorded_root)
+    indexed_before = as_int(previous_attrs.get("indexed_at_ns")) or 0
+    started = time.time_ns()
+    symbols: list[CodeSymbol] = []
+    errors: list[str] = []
+    parsed = reused = 0
+    changed = False
+    files = list_source_files(scan_root)
+    for rel_in_root in files:
+        rel = f"{prefix}/{rel_in_root}" if prefix else rel_in_root
+        path = rel_base / rel
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        old = previous.get(rel)
+        old_module = old[0] if old else None
+        if (
+            old
+            and old_module is not None
+            and old_module.file_mtime_ns == stat.st_mtime_ns
+            and old_module.file_size == stat.st_size
+            and stat.st_mtime_ns + RACY_WINDOW_NS < indexed_before
+        ):
+            file_symbols = old
+            reused += 1
+        else:
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                errors.append(f"{rel}: cannot read ({exc.strerror or exc})")
+                continue
+            digest = file_hash(data)
+            if old and old_module is not None and old_module.file_hash == digest:
+                file_symbols = old
+                reused += 1
+            else:
+                file_symbols = python_symbols(rel, data)
+                parsed += 1
+                changed = True
+            if file_symbols[0].file_mtime_ns != stat.st_mtime_ns:
+                changed = True
+            stamped = replace(
+                file_symbols[0],
+                file_hash=digest,
+                file_mtime_ns=stat.st_mtime_ns,
+                file_size=stat.st_size,
+            )
+            file_symbols = [stamped, *file_symbols[1:]]
+        if file_symbols[0].parse_error:
+            errors.append(f"{rel}: {file_symbols[0].parse_error}")
+        symbols.extend(file_symbols)
+
+    edges = sum(1 for symbol in symbols if symbol.parent)
+    unchanged = (
+        not changed
+        and graph_path.is_file()
+        and set(previous) == {s.file_path for s in symbols if s.kind == "module"}
+        and sidecar_is_fresh(graph_path)
+    )
+    if not unchanged:
+        attrs = {
+            "generator": GENERATOR,
+            "index_version": str(INDEX_VERSION),
+            "hash_scheme": HASH_SCHEME,
+            "indexed_at_ns": str(started),
+        }
+        if recorded_root:
+            attrs["root"] = recorded_root
+        write_graph(graph_path, attrs, symbols)
+        write_sidecar(graph_path, attrs, symbols)
+    return IndexResult(
+        graph_path=str(graph_path),
+        root=str(scan_root),
+        files=len({s.file_path for s in symbols}),
+        parsed=parsed,
+        reused=reused,
+        nodes=len(symbols),
+        edges=edges,
+        errors=tuple(errors),
+        written=not unchanged,
+    )
+
+
+def _previous_index(
+    graph_path: Path, recorded_root: str | None
+) -> tuple[dict[str, str], dict[str, list[CodeSymbol]]]:
+    """The previous graph's symbols by file, when it is ours and comparable."""
+    if not graph_path.is_file():
+        return {}, {}
+    sidecar = open_sidecar(graph_path)
+    try:
+        if sidecar is not None:  # milliseconds, where re-reading the GraphML takes seconds
+            with CodeIndex(sidecar, graph_path) as index:
+                attrs, symbols = index.attrs, index.all_symbols()
+        else:
+            attrs, symbols = read_graphml(graph_path)
+    except (OSError, SyntaxError, ValueError, sqlite3.Error):
+        return {}, {}
+    if (
+        attrs.get("generator") != GENERATOR
+        or attrs.get("hash_scheme") != HASH_SCHEME
+        or attrs.get("index_version") != str(INDEX_VERSION)
+        or attrs.get("root") != recorded_root
+    ):
+        return {}, {}
+    by_file: dict[str, list[CodeSymbol]] = {}
+    for symbol in symbols:
+        by_file.setdefault(symbol.file_path, []).append(symbol)
+    # The module node leads each file's list (the writer emits it first).
+    return attrs, {
+        path: sorted(group, key=lambda s: s.kind != "module")
+        for path, group in by_file.items()
+        if any(s.kind == "module" for s in group)
+    }

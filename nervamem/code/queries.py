@@ -1,0 +1,304 @@
+"""The questions asked of the bridge: :func:`code_for` (memories about a file or a
+line), :func:`code_to` (where a memory is anchored) and :func:`verify_staleness`.
+
+Verification re-reads the source files as they are now and never trusts the graph, so
+it is right even when nobody ran ``code index`` since the code changed.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import nodes
+from ..errors import BadInputError, NotFoundError
+from ..locate import graph_path_beside, shown_path
+from .anchors import anchor_from_record, anchor_records
+from .files import default_root, expanded_path, normalise_path, relative_to
+from .live import LiveSource, nearest
+from .sidecar import open_code_index
+from .symbols import HASH_SCHEME
+from .values import (
+    REASON_FILE_MISSING,
+    REASON_SOURCE_CHANGED,
+    REASON_SYMBOL_REMOVED,
+    REASON_UNPARSABLE,
+    CodeAnchor,
+    CodeForResult,
+    CodeMemory,
+    CodeToResult,
+    StaleItem,
+    StalenessReport,
+)
+
+if TYPE_CHECKING:
+    from ..storage.sqlite import Storage
+
+
+@dataclass(frozen=True)
+class _Touch:
+    memory_id: str
+    kind: str
+    content: str
+    valid_from: str
+    recorded_at: str
+    anchors: tuple[CodeAnchor, ...]
+
+
+def _touches(
+    storage: Storage, namespace: str, *, memory_id: str | None = None, needle: str | None = None
+) -> list[_Touch]:
+    """TOUCHES edges of current memories in the namespace, with their anchors (the edge's
+    own record, else the entity's)."""
+    from ..recall import mask_sql
+
+    mask, params = mask_sql(None, "n")
+    sql = (
+        "SELECT n.id, n.kind, n.content, n.valid_from, n.recorded_at, e.data, ent.id, "
+        "ent.content, ent.data FROM mem_edges e JOIN mem_nodes n ON n.id = e.src "
+        "JOIN mem_nodes ent ON ent.id = e.dst "
+        f"WHERE e.kind = 'TOUCHES' AND n.namespace = ? AND {mask}"
+    )
+    args: list[object] = [namespace, *params]
+    if memory_id is not None:
+        sql += " AND n.id = ?"
+        args.append(memory_id)
+    if needle and needle.isascii() and needle.isprintable() and not set(needle) & {'"', "\\"}:
+        # A cheap prefilter, used only where JSON holds the path verbatim.
+        sql += " AND (instr(e.data, ?) > 0 OR instr(ent.data, ?) > 0)"
+        args += [needle, needle]
+    sql += " ORDER BY n.recorded_at, n.id, ent.id"
+    touches: list[_Touch] = []
+    for row in storage.connection.execute(sql, args).fetchall():
+        records = anchor_records(json.loads(row[5])) or anchor_records(json.loads(row[8]))
+        anchors = tuple(anchor_from_record(r, str(row[6]), str(row[7])) for r in records)
+        touches.append(_Touch(row[0], row[1], row[2], row[3], row[4], anchors))
+    return touches
+
+
+def code_root(storage: Storage) -> Path:
+    """Where anchored file paths are resolved: the graph's recorded root, else the
+    folder that holds the store's folder."""
+    graph_path = graph_path_beside(storage.path)
+    if graph_path.is_file():
+        try:
+            with open_code_index(graph_path) as index:
+                return index.root
+        except (OSError, SyntaxError, ValueError, sqlite3.Error):
+            pass
+    return default_root(graph_path)
+
+
+def _split_target(target: str) -> tuple[str, int | None]:
+    text = target.strip()
+    if not text:
+        raise BadInputError("give a file path, optionally with :LINE")
+    head, sep, tail = text.rpartition(":")
+    if sep and tail.strip().isdigit() and head:
+        line = int(tail)
+        if line < 1:
+            raise BadInputError(f"line numbers start at 1, not {line}")
+        return head, line
+    if sep and head and tail and tail.lstrip("-").isdigit():
+        raise BadInputError(f"line numbers start at 1, not {tail}")
+    return text, None
+
+
+def _root_relative(root: Path, text: str, cwd: Path) -> tuple[str, bool]:
+    """A user's path as stored in anchors (relative to root), and whether it is a folder.
+    A path that exists relative to the working directory is taken as such; otherwise it
+    is read as relative to the root already."""
+    given = expanded_path(text)
+    on_disk = given if given.is_absolute() else cwd / given
+    try:
+        exists = on_disk.exists()
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+        raise BadInputError(f"{shown_path(text)}: {exc.strerror}") from None
+    if exists:
+        resolved = on_disk.resolve()
+        rel = relative_to(resolved, root.resolve())
+        if rel is not None:
+            return rel, resolved.is_dir()
+        return resolved.as_posix(), resolved.is_dir()
+    norm = normalise_path(text).rstrip("/")
+    return norm, text.endswith(("/", "\\")) or (root / norm).is_dir()
+
+
+def code_for(
+    storage: Storage, target: str, *, namespace: str | None = None, cwd: Path | None = None
+) -> CodeForResult:
+    """Current memories anchored to a file (or folder), or to the code around a line."""
+    file_text, line = _split_target(target)
+    ns = storage.namespace_for(namespace)
+    root = code_root(storage)
+    file_path, is_dir = _root_relative(root, file_text, cwd or Path.cwd())
+    if is_dir and line is not None:
+        raise BadInputError(f"{file_text} is a folder: a line needs a file")
+    live = LiveSource(root)
+
+    def wanted(anchor: CodeAnchor) -> bool:
+        if is_dir:
+            return not file_path or anchor.file_path.startswith(file_path + "/")
+        if anchor.file_path != file_path:
+            return False
+        if line is None:
+            return True
+        problem, _ = live.symbols(file_path)
+        if problem is not None:  # cannot parse it now: trust the recorded lines
+            return _recorded_contains(anchor, line)
+        located = live.locate(file_path, anchor.qualname, anchor.kind)
+        return any(symbol.contains(line) for symbol in located)
+
+    items: list[tuple[_Touch, list[CodeAnchor]]] = []
+    merged: dict[str, tuple[_Touch, list[CodeAnchor]]] = {}
+    for touch in _touches(storage, ns, needle=file_path or None):
+        hits = [a for a in touch.anchors if wanted(a)]
+        if not hits:
+            continue
+        if touch.memory_id in merged:
+            merged[touch.memory_id][1].extend(hits)
+        else:
+            merged[touch.memory_id] = (touch, hits)
+            items.append(merged[touch.memory_id])
+    items.sort(key=lambda pair: (pair[0].recorded_at, pair[0].memory_id), reverse=True)
+    short = nodes.short_ids(storage, [touch.memory_id for touch, _ in items])
+    return CodeForResult(
+        file_path=file_path + ("/" if is_dir and file_path else ""),
+        line=line,
+        items=tuple(
+            CodeMemory(
+                id=touch.memory_id,
+                short_id=short[touch.memory_id],
+                kind=touch.kind,
+                content=touch.content,
+                valid_from=touch.valid_from,
+                recorded_at=touch.recorded_at,
+                anchors=tuple(_unique(anchors)),
+            )
+            for touch, anchors in items
+        ),
+    )
+
+
+def _recorded_contains(anchor: CodeAnchor, line: int) -> bool:
+    if anchor.start_line is None:
+        return anchor.kind == "module"
+    return anchor.start_line <= line <= (anchor.end_line or anchor.start_line)
+
+
+def _unique(anchors: Iterable[CodeAnchor]) -> list[CodeAnchor]:
+    seen: set[tuple[str, str]] = set()
+    result = []
+    for anchor in anchors:
+        key = (anchor.graph_node_id, anchor.entity_id)
+        if key not in seen:
+            seen.add(key)
+            result.append(anchor)
+    return result
+
+
+def code_to(storage: Storage, ref: str, *, namespace: str | None = None) -> CodeToResult:
+    """Where in the code a memory is anchored: its TOUCHES edges' anchors (an entity's
+    own anchors when the node is an entity)."""
+    ns = storage.namespace_for(namespace)
+    node = nodes.get(storage, ref, namespace=ns)
+    if node.tombstoned:  # forgotten is forgotten everywhere, its anchors included
+        raise NotFoundError(f"{node.id} is forgotten")
+    if node.kind == "entity":
+        anchors = [anchor_from_record(r, node.id, node.content) for r in anchor_records(node.data)]
+    else:
+        rows = storage.connection.execute(
+            "SELECT e.data, ent.id, ent.content, ent.data FROM mem_edges e "
+            "JOIN mem_nodes ent ON ent.id = e.dst WHERE e.src = ? AND e.kind = 'TOUCHES' "
+            "ORDER BY ent.content, ent.id",
+            (node.id,),
+        ).fetchall()
+        anchors = []
+        for edge_data, entity_id, entity, entity_data in rows:
+            records = anchor_records(json.loads(edge_data)) or anchor_records(
+                json.loads(entity_data)
+            )
+            anchors += [anchor_from_record(r, str(entity_id), str(entity)) for r in records]
+    return CodeToResult(
+        id=node.id,
+        short_id=nodes.short_ids(storage, [node.id])[node.id],
+        kind=node.kind,
+        content=node.content,
+        anchors=tuple(_unique(anchors)),
+    )
+
+
+def verify_staleness(storage: Storage, *, namespace: str | None = None) -> StalenessReport:
+    """Check every anchored current memory against the source files as they are now."""
+    ns = storage.namespace_for(namespace)
+    live = LiveSource(code_root(storage))
+    memories: set[str] = set()
+    anchors_checked = unverifiable = 0
+    stale: list[tuple[_Touch, CodeAnchor, str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for touch in _touches(storage, ns):
+        for anchor in touch.anchors:
+            key = (touch.memory_id, anchor.graph_node_id)
+            if key in seen:
+                continue
+            seen.add(key)
+            memories.add(touch.memory_id)
+            anchors_checked += 1
+            verdict = _check_anchor(anchor, live)
+            if verdict is None:
+                continue
+            if verdict[0] == "":
+                unverifiable += 1
+                continue
+            stale.append((touch, anchor, verdict[0], verdict[1]))
+    short = nodes.short_ids(storage, [touch.memory_id for touch, *_ in stale])
+    return StalenessReport(
+        checked=len(memories),
+        anchors_checked=anchors_checked,
+        unverifiable=unverifiable,
+        stale=tuple(
+            StaleItem(
+                id=touch.memory_id,
+                short_id=short[touch.memory_id],
+                kind=touch.kind,
+                content=touch.content,
+                file_path=anchor.file_path,
+                reason=reason,
+                detail=detail,
+                graph_node_id=anchor.graph_node_id,
+                qualname=anchor.qualname,
+                entity=anchor.entity,
+            )
+            for touch, anchor, reason, detail in stale
+        ),
+    )
+
+
+def _check_anchor(anchor: CodeAnchor, live: LiveSource) -> tuple[str, str] | None:
+    """None when the anchor still holds; ``("", why)`` when it cannot be verified;
+    otherwise ``(reason, detail)``."""
+    problem, symbols = live.symbols(anchor.file_path)
+    if problem == REASON_FILE_MISSING:
+        return problem, f"{anchor.file_path} no longer exists"
+    if problem == REASON_UNPARSABLE:
+        return problem, str(symbols[0].parse_error)
+    what = anchor.qualname or anchor.graph_node_id
+    located = live.locate(anchor.file_path, anchor.qualname, anchor.kind)
+    if not located:
+        return REASON_SYMBOL_REMOVED, f"{what} is no longer defined in {anchor.file_path}"
+    if anchor.hash_scheme != HASH_SCHEME or not anchor.source_hash:
+        return "", "no comparable source hash"
+    if any(symbol.source_hash == anchor.source_hash for symbol in located):
+        return None
+    now = nearest(located, anchor.start_line)
+    return (
+        REASON_SOURCE_CHANGED,
+        f"{what} changed since it was anchored (now lines {now.start_line}-{now.end_line})",
+    )

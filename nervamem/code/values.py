@@ -1,0 +1,141 @@
+"""The values of the code bridge: frozen dataclasses that know nothing of SQLite, files
+or text output (nervamem/render/ turns the results into text)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# Why a memory is stale (StaleItem.reason); LiveSource reports the first two when it
+# reads a file.
+REASON_FILE_MISSING = "file missing"
+REASON_UNPARSABLE = "file does not parse"
+REASON_SYMBOL_REMOVED = "symbol removed"
+REASON_SOURCE_CHANGED = "source changed"
+
+
+@dataclass(frozen=True)
+class CodeSymbol:
+    """One node of a code graph (ours or another tool's, normalised)."""
+
+    node_id: str
+    file_path: str
+    kind: str
+    name: str
+    qualname: str
+    module: str = ""
+    start_line: int | None = None
+    end_line: int | None = None
+    source_hash: str | None = None
+    parent: str | None = None
+    file_mtime_ns: int | None = None
+    file_size: int | None = None
+    file_hash: str | None = None
+    parse_error: str | None = None
+
+    def contains(self, line: int) -> bool:
+        return (
+            self.start_line is not None
+            and self.end_line is not None
+            and self.start_line <= line <= self.end_line
+        )
+
+
+@dataclass(frozen=True)
+class CodeAnchor:
+    """Where a memory is anchored, as recorded when it was anchored."""
+
+    file_path: str
+    start_line: int | None
+    end_line: int | None
+    graph_node_id: str
+    qualname: str = ""
+    kind: str = ""
+    source_hash: str | None = None
+    hash_scheme: str | None = None
+    entity_id: str = ""
+    entity: str = ""
+
+    @property
+    def location(self) -> str:
+        if self.start_line is None:
+            return self.file_path
+        if self.end_line is None or self.end_line == self.start_line:
+            return f"{self.file_path}:{self.start_line}"
+        return f"{self.file_path}:{self.start_line}-{self.end_line}"
+
+    def record(self) -> dict[str, Any]:
+        """The JSON form kept in edge and entity data (without the entity fields)."""
+        data = asdict(self)
+        del data["entity_id"], data["entity"]
+        return data
+
+
+@dataclass(frozen=True)
+class AnchorReport:
+    node_id: str
+    anchors: tuple[CodeAnchor, ...]
+    ambiguous: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class IndexResult:
+    graph_path: str
+    root: str
+    files: int
+    parsed: int
+    reused: int
+    nodes: int
+    edges: int
+    errors: tuple[str, ...]
+    written: bool
+
+
+@dataclass(frozen=True)
+class CodeMemory:
+    id: str
+    short_id: str
+    kind: str
+    content: str
+    valid_from: str
+    recorded_at: str
+    anchors: tuple[CodeAnchor, ...]
+
+
+@dataclass(frozen=True)
+class CodeForResult:
+    file_path: str
+    line: int | None
+    items: tuple[CodeMemory, ...]
+
+
+@dataclass(frozen=True)
+class CodeToResult:
+    id: str
+    short_id: str
+    kind: str
+    content: str
+    anchors: tuple[CodeAnchor, ...]
+
+
+@dataclass(frozen=True)
+class StaleItem:
+    id: str
+    short_id: str
+    kind: str
+    content: str
+    file_path: str
+    reason: str
+    detail: str
+    graph_node_id: str
+    qualname: str
+    entity: str
+
+
+@dataclass(frozen=True)
+class StalenessReport:
+    checked: int
+    anchors_checked: int
+    unverifiable: int
+    stale: tuple[StaleItem, ...]
