@@ -40,13 +40,15 @@ Invariants a change must keep:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+if sys.platform != "win32":  # no flock there: writes go on with SQLite's lock alone
+    import fcntl
 if TYPE_CHECKING:
     import threading
 
@@ -185,7 +187,7 @@ class WriteQueue:
             os.close(old)
 
     def _open(self) -> bool:
-        if not self._usable:
+        if sys.platform == "win32" or not self._usable:
             return False
         try:
             for index, path in enumerate(self.paths):
