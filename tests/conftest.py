@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from nervamem import MemoryStore
-from nervamem.cli import commands as cli_app_module
+from nervamem.cli import app as cli_app
+from nervamem.cli import options as cli_options
 
 START = datetime(2026, 7, 3, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -100,11 +101,11 @@ def cli(monkeypatch: pytest.MonkeyPatch, db_path: Path, clock: FakeClock) -> Cal
     def factory(db: str | None, namespace: str | None) -> MemoryStore:
         return MemoryStore(db, namespace=namespace, clock=clock, random_source=random)
 
-    monkeypatch.setattr(cli_app_module, "store_factory", factory)
+    monkeypatch.setattr(cli_options, "store_factory", factory)
     monkeypatch.setenv("NERVAPACK_MEMORY_DB", str(db_path))
     runner = CliRunner()
 
     def run(*args: str, input: str | bytes | None = None, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-        return runner.invoke(cli_app_module.app, list(args), input=input, env=env)
+        return runner.invoke(cli_app, list(args), input=input, env=env)
 
     return run

@@ -19,7 +19,8 @@ import pytest
 from typer.testing import CliRunner
 
 from nervamem import MemoryStore
-from nervamem.cli import commands
+from nervamem.cli import app as whole_app
+from nervamem.cli import options, startup
 from tests.conftest import CountingRandom, FakeClock
 
 # Never on the path of store / recall / --version: each costs 10-100 ms to import.
@@ -201,9 +202,9 @@ def invoker(
     runner = CliRunner()
 
     def run(*args: str) -> tuple[int, str, str]:
-        monkeypatch.setattr(commands, "store_factory", factory)
+        monkeypatch.setattr(options, "store_factory", factory)
         monkeypatch.setenv("NERVAPACK_MEMORY_DB", str(db))
-        app = commands._app_for(list(args)) if trimmed else commands.app
+        app = startup.app_for(whole_app, list(args)) if trimmed else whole_app
         result = runner.invoke(app, list(args))
         return result.exit_code, result.stdout, result.stderr
 
@@ -257,7 +258,7 @@ def test_trimmed_command_tree_behaves_like_the_whole_one(
 
 def test_main_trims_only_what_it_recognises() -> None:
     def names(args: list[str]) -> list[str]:
-        app = commands._app_for(args)
+        app = startup.app_for(whole_app, args)
         return sorted(
             [c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands]
             + [g.name or "" for g in app.registered_groups]

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import typer
-from typer._click.core import Command, Context
 from typer.core import TyperGroup as Group
+
+from nervamem.cli.typer_compat import Command, Context
 
 HELP_WIDTH = 100
 # The committed files are generated with this date unless SOURCE_DATE_EPOCH says

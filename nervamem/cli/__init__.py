@@ -1,19 +1,15 @@
-"""The command line: parse, call the core, render. Nothing else lives here."""
+"""The command line: parse, call the core, render. Nothing else lives here.
+
+root.py makes the app and composes the command groups (memory_commands.py,
+session_commands.py, code_commands.py), which share options.py and edge.py; startup.py
+holds the start-up tricks and typer_compat.py every use of Typer's private modules.
+"""
 
 from __future__ import annotations
 
-import gc
+from .startup import cyclic_gc_paused
 
-# Importing Typer and the command tree creates ~20k objects and no garbage worth a
-# collection, yet triggers dozens of them: the cyclic GC stays off meanwhile (a few ms
-# of every call), and is turned back on for whatever imports this (tests, embedders)
-# and for the command itself.
-_gc_was_enabled = gc.isenabled()
-gc.disable()
-try:
-    from .commands import app, main
-finally:
-    if _gc_was_enabled:
-        gc.enable()
+with cyclic_gc_paused():
+    from .root import app, main
 
 __all__ = ["app", "main"]

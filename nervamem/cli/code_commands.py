@@ -1,6 +1,5 @@
-"""Commands that work after the fact: ``consolidate`` and the code bridge (``code index``,
-``code-for``, ``code-to``, ``verify-staleness``). They parse, call one core function and
-render; the core lives in nervamem.consolidate and the nervamem.code package."""
+"""The code bridge: ``code index``, ``code-for``, ``code-to`` and ``verify-staleness``.
+They parse, call one core function and render; the core lives in the nervamem.code package."""
 
 from __future__ import annotations
 
@@ -9,73 +8,10 @@ from typing import Annotated
 import typer
 
 from ..render import emit
-from .commands import CONTEXT_SETTINGS, FormatOption, NsOption, _format, _open, app
 from .edge import NervamemGroup
+from .options import CONTEXT_SETTINGS, FormatOption, NsOption, open_store, output_format
 
 
-def _complete_strategy(incomplete: str) -> list[str]:
-    try:
-        from ..consolidate import available_strategies
-
-        return [name for name in available_strategies() if name.startswith(incomplete)]
-    except Exception:
-        return []
-
-
-@app.command()
-def consolidate(
-    ctx: typer.Context,
-    dry_run: Annotated[
-        bool,
-        typer.Option("--dry-run", "-n", help="Report what would be tombstoned; change nothing."),
-    ] = False,
-    strategy: Annotated[
-        str,
-        typer.Option(
-            "--strategy",
-            help="Consolidator to use (entry-point group nervamem.consolidators).",
-            autocompletion=_complete_strategy,
-        ),
-    ] = "rule-based",
-    all_namespaces: Annotated[
-        bool,
-        typer.Option("--all-namespaces", help="Process the jobs of every namespace."),
-    ] = False,
-    namespace: NsOption = None,
-    fmt: FormatOption = None,
-) -> None:
-    """Deduplicate the sessions that ended since the last run.
-
-    Within each session, two live nodes of the same kind whose word sets overlap with
-    Jaccard > 0.9 are duplicates: the older one is tombstoned. Nothing is compared
-    across sessions or namespaces; a second run finds no pending jobs and does nothing.
-
-    \b
-    Example:
-      nervamem consolidate --dry-run
-      nervamem consolidate --format json
-    """
-    output = _format(ctx, fmt)
-    with _open(ctx, namespace) as memory:
-        result = memory.consolidate(
-            strategy=strategy, dry_run=dry_run, all_namespaces=all_namespaces
-        )
-    emit("consolidate", result, output)
-
-
-code_app = typer.Typer(
-    cls=NervamemGroup,
-    help=(
-        "The code graph that memories are anchored to (.nervapack/graph.graphml).\n\n"
-        "\b\nExample:\n  nervamem code index\n  nervamem code index src/"
-    ),
-    no_args_is_help=True,
-    context_settings=CONTEXT_SETTINGS,
-)
-app.add_typer(code_app, name="code")
-
-
-@code_app.command("index")
 def code_index(
     ctx: typer.Context,
     root: Annotated[
@@ -97,13 +33,12 @@ def code_index(
       nervamem code index
       nervamem code index src/
     """
-    output = _format(ctx, fmt)
-    with _open(ctx) as memory:
+    output = output_format(ctx, fmt)
+    with open_store(ctx) as memory:
         result = memory.index_code(root)
     emit("code_index", result, output)
 
 
-@app.command("code-for")
 def code_for(
     ctx: typer.Context,
     target: Annotated[
@@ -123,13 +58,12 @@ def code_for(
       nervamem code-for nervamem/store.py
       nervamem code-for nervamem/store.py:120 --format json
     """
-    output = _format(ctx, fmt)
-    with _open(ctx, namespace) as memory:
+    output = output_format(ctx, fmt)
+    with open_store(ctx, namespace) as memory:
         result = memory.code_for(target)
     emit("code_for", result, output)
 
 
-@app.command("code-to")
 def code_to(
     ctx: typer.Context,
     node_id: Annotated[str, typer.Argument(metavar="ID", help="Short ID, ID or prefix.")],
@@ -142,13 +76,12 @@ def code_to(
     Example:
       nervamem code-to d-3a9c
     """
-    output = _format(ctx, fmt)
-    with _open(ctx, namespace) as memory:
+    output = output_format(ctx, fmt)
+    with open_store(ctx, namespace) as memory:
         result = memory.code_to(node_id)
     emit("code_to", result, output)
 
 
-@app.command("verify-staleness")
 def verify_staleness(
     ctx: typer.Context, namespace: NsOption = None, fmt: FormatOption = None
 ) -> None:
@@ -162,7 +95,26 @@ def verify_staleness(
     Example:
       nervamem verify-staleness --format json
     """
-    output = _format(ctx, fmt)
-    with _open(ctx, namespace) as memory:
+    output = output_format(ctx, fmt)
+    with open_store(ctx, namespace) as memory:
         result = memory.verify_staleness()
     emit("verify_staleness", result, output)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``code`` group and the code-bridge commands to ``app``, in the order
+    --help lists them."""
+    code_app = typer.Typer(
+        cls=NervamemGroup,
+        help=(
+            "The code graph that memories are anchored to (.nervapack/graph.graphml).\n\n"
+            "\b\nExample:\n  nervamem code index\n  nervamem code index src/"
+        ),
+        no_args_is_help=True,
+        context_settings=CONTEXT_SETTINGS,
+    )
+    code_app.command("index")(code_index)
+    app.add_typer(code_app, name="code")
+    app.command("code-for")(code_for)
+    app.command("code-to")(code_to)
+    app.command("verify-staleness")(verify_staleness)

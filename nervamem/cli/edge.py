@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import typer
-from typer._click.exceptions import NoArgsIsHelpError, UsageError
-from typer.core import TyperGroup
 
 from ..errors import ExitCode, NervamemError
 from ..visible import visible
+from .typer_compat import CompletingGroup, NoArgsIsHelpError, UsageError
 
 ENV_DEBUG = "NERVAMEM_DEBUG"
 
@@ -46,25 +45,8 @@ def report(code: str, exit_code: int, message: str, args: Sequence[str]) -> None
     sys.stderr.flush()
 
 
-class NervamemGroup(TyperGroup):
+class NervamemGroup(CompletingGroup):
     """Runs the command tree with our own error edge instead of Click's multi-line one."""
-
-    def _main_shell_completion(
-        self,
-        ctx_args: MutableMapping[str, Any],
-        prog_name: str,
-        complete_var: str | None = None,
-    ) -> None:
-        # add_completion=False keeps --install-completion out of the options, but it also
-        # skips registering Typer's shell classes, so `_NERVAMEM_COMPLETE=source_bash`
-        # would answer "Shell bash not supported". Register them only when completion is
-        # asked for, so that ordinary start-up does not pay for the import.
-        var = complete_var or f"_{prog_name}_COMPLETE".replace("-", "_").upper()
-        if os.environ.get(var):
-            from typer._completion_classes import completion_init
-
-            completion_init()
-        super()._main_shell_completion(ctx_args, prog_name, complete_var)
 
     def main(
         self,

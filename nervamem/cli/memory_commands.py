@@ -1,0 +1,325 @@
+"""The memory commands: init, store, recall, timeline, forget, stats and consolidate.
+Each parses its arguments, calls one MemoryStore method (or one core function) and hands
+the result to the renderer of the chosen format."""
+
+# No "from __future__ import annotations" here: Typer reads these signatures on every
+# call, and string annotations would make it eval() each one again (~3 ms a call).
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from ..errors import BadInputError
+from ..kinds import NODE_KINDS, STORABLE_KINDS
+from ..render import emit
+from ..visible import visible
+from . import options
+from .options import (
+    FormatOption,
+    NsOption,
+    SessionOption,
+    open_store,
+    output_format,
+    root_settings,
+)
+
+
+def _complete_kind(incomplete: str) -> list[str]:
+    return [k for k in STORABLE_KINDS if k.startswith(incomplete)]
+
+
+def _complete_any_kind(incomplete: str) -> list[str]:
+    return [k for k in NODE_KINDS if k.startswith(incomplete)]
+
+
+def _read_stdin(what: str) -> str:
+    if sys.stdin is None:
+        raise BadInputError(f"{what} '-' needs standard input")
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInputError(
+            f"{what} on standard input is not valid UTF-8 (byte {exc.start})"
+        ) from None
+
+
+def init(
+    ctx: typer.Context,
+    global_: Annotated[
+        bool, typer.Option("--global", help="Create the home store ~/.nervapack/memory.db.")
+    ] = False,
+    fmt: FormatOption = None,
+) -> None:
+    """Create a store in ./.nervapack/memory.db (idempotent).
+
+    \b
+    Example:
+      nervamem init            # project store in the current folder
+      nervamem init --global   # ~/.nervapack/memory.db
+    """
+    from ..locate import (
+        ENV_DB,
+        STORE_DIR,
+        STORE_FILE,
+        home_store,
+        resolve_db_path,
+        working_folder,
+    )
+    from ..models import InitResult
+
+    settings = root_settings(ctx)
+    output = output_format(ctx, fmt)
+    if global_:
+        target = home_store()
+    elif settings.db is not None or os.environ.get(ENV_DB):
+        target = resolve_db_path(settings.db)  # refuses a blank path or a folder's
+    else:
+        target = working_folder() / STORE_DIR / STORE_FILE
+    existed = target.exists()
+    # Looked up on the module, not imported by name: tests replace the factory.
+    options.store_factory(str(target), None).close()
+    emit("init", InitResult(db_path=str(target.resolve()), created=not existed), output)
+
+
+def store(
+    ctx: typer.Context,
+    kind: Annotated[
+        str,
+        typer.Argument(
+            help="fact, decision, action, outcome, entity, procedure or preference.",
+            autocompletion=_complete_kind,
+            show_default=False,
+        ),
+    ],
+    content: Annotated[
+        str, typer.Argument(help="The memory text, or '-' to read it from standard input.")
+    ],
+    entity: Annotated[
+        list[str] | None,
+        typer.Option("--entity", "-e", help="Entity the memory is about (repeatable)."),
+    ] = None,
+    confidence: Annotated[
+        float, typer.Option("--confidence", help="Confidence between 0 and 1.")
+    ] = 1.0,
+    valid_from: Annotated[
+        str | None,
+        typer.Option("--valid-from", help="When it became true (ISO-8601; default now, UTC)."),
+    ] = None,
+    supersedes: Annotated[
+        str | None, typer.Option("--supersedes", help="ID of the node this one replaces.")
+    ] = None,
+    contradicts: Annotated[
+        list[str] | None, typer.Option("--contradicts", help="ID this conflicts with.")
+    ] = None,
+    caused_by: Annotated[
+        list[str] | None,
+        typer.Option("--caused-by", help="ID of the decision or action that produced this."),
+    ] = None,
+    derived_from: Annotated[
+        list[str] | None, typer.Option("--derived-from", help="ID this is inferred from.")
+    ] = None,
+    rationale: Annotated[
+        str | None, typer.Option("--rationale", help="Why (decisions only).")
+    ] = None,
+    rejected: Annotated[
+        list[str] | None,
+        typer.Option("--rejected", help="An alternative that was rejected (decisions only)."),
+    ] = None,
+    session: SessionOption = None,
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+) -> None:
+    """Store a memory and print its ID.
+
+    \b
+    Example:
+      nervamem store decision "Chose JWT for auth" -e AuthService --rationale stateless
+      ID=$(nervamem store fact "auth tokens last 15 minutes" -e auth_service)
+      git log -1 --format=%B | nervamem store action -
+    """
+    output = output_format(ctx, fmt)
+    text = _read_stdin("content") if content == "-" else content
+    with open_store(ctx, namespace) as memory:
+        node_id, anchoring = memory.store_anchored(
+            kind,
+            text,
+            entities=entity or (),
+            confidence=confidence,
+            valid_from=valid_from,
+            supersedes=supersedes,
+            contradicts=contradicts or (),
+            caused_by=caused_by or (),
+            derived_from=derived_from or (),
+            rationale=rationale,
+            rejected=rejected or (),
+            session=session,
+        )
+    for warning in anchoring.warnings if anchoring else ():
+        # Warnings name entities (user text) and go to a person's terminal.
+        sys.stderr.write(f"nervamem: warning: {visible(warning)}\n")
+    emit("id", node_id, output)
+
+
+def recall(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to remember, or '-' to read it from stdin.")],
+    budget: Annotated[
+        int, typer.Option("--budget", "-b", help="Hard limit on output tokens.")
+    ] = 500,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="Show what was true at this date/time.")
+    ] = None,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kind", "-k", help="Only these kinds (repeatable).", autocompletion=_complete_any_kind
+        ),
+    ] = None,
+    hops: Annotated[
+        int, typer.Option("--hops", help="Graph expansion depth (0 turns it off).")
+    ] = 2,
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+    tokenizer: Annotated[str | None, typer.Option("--tokenizer", help="char or tiktoken.")] = None,
+) -> None:
+    """Recall what is relevant to QUERY, within a token budget.
+
+    \b
+    Example:
+      nervamem recall "auth mechanism"
+      nervamem recall "auth mechanism" --as-of 2026-03-15 --budget 300
+      nervamem recall "why JWT" --kind decision --format json
+    """
+    output = output_format(ctx, fmt)
+    text = _read_stdin("query") if query == "-" else query
+    with open_store(ctx, namespace) as memory:
+        result = memory.recall(
+            text,
+            budget_tokens=budget,
+            as_of=as_of,
+            kinds=kind or None,
+            hops=hops,
+            tokenizer=tokenizer or root_settings(ctx).tokenizer,
+        )
+    emit("recall", result, output)
+
+
+def timeline(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to trace, or '-' to read it from stdin.")],
+    limit: Annotated[int, typer.Option("--limit", help="At most this many versions.")] = 100,
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+) -> None:
+    """Every version of what matches QUERY, oldest first, superseded ones marked.
+
+    \b
+    Example:
+      nervamem timeline auth
+    """
+    output = output_format(ctx, fmt)
+    text = _read_stdin("query") if query == "-" else query
+    with open_store(ctx, namespace) as memory:
+        items = memory.timeline(text, limit=limit)
+    emit("timeline", items, output)
+
+
+def forget(
+    ctx: typer.Context,
+    node_id: Annotated[str, typer.Argument(metavar="ID", help="Short ID, ID or prefix.")],
+    purge: Annotated[
+        bool, typer.Option("--purge", help="Delete it for good, leaving no trace on disk.")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before purging.")] = False,
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+) -> None:
+    """Forget a node (tombstone it), or purge it for good.
+
+    \b
+    Example:
+      nervamem forget f-3a9c
+      nervamem forget f-3a9c --purge --yes
+    """
+    output = output_format(ctx, fmt)
+    with open_store(ctx, namespace) as memory:
+        target = memory.resolve_id(node_id)
+        if purge and not yes:
+            if not sys.stdin.isatty():
+                raise BadInputError("forget --purge needs --yes when no one can be asked")
+            if not typer.confirm(f"Purge {target} for good?", default=False):
+                raise typer.Exit(1)
+        result = memory.forget(target, purge=purge)
+    emit("forget", result, output)
+
+
+def stats(ctx: typer.Context, namespace: NsOption = None, fmt: FormatOption = None) -> None:
+    """Counts of nodes and edges in a namespace, and where the store is.
+
+    \b
+    Example:
+      nervamem stats --format json
+    """
+    output = output_format(ctx, fmt)
+    with open_store(ctx, namespace) as memory:
+        result = memory.stats()
+    emit("stats", result, output)
+
+
+def _complete_strategy(incomplete: str) -> list[str]:
+    try:
+        from ..consolidate import available_strategies
+
+        return [name for name in available_strategies() if name.startswith(incomplete)]
+    except Exception:
+        return []
+
+
+def consolidate(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", "-n", help="Report what would be tombstoned; change nothing."),
+    ] = False,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy",
+            help="Consolidator to use (entry-point group nervamem.consolidators).",
+            autocompletion=_complete_strategy,
+        ),
+    ] = "rule-based",
+    all_namespaces: Annotated[
+        bool,
+        typer.Option("--all-namespaces", help="Process the jobs of every namespace."),
+    ] = False,
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+) -> None:
+    """Deduplicate the sessions that ended since the last run.
+
+    Within each session, two live nodes of the same kind whose word sets overlap with
+    Jaccard > 0.9 are duplicates: the older one is tombstoned. Nothing is compared
+    across sessions or namespaces; a second run finds no pending jobs and does nothing.
+
+    \b
+    Example:
+      nervamem consolidate --dry-run
+      nervamem consolidate --format json
+    """
+    output = output_format(ctx, fmt)
+    with open_store(ctx, namespace) as memory:
+        result = memory.consolidate(
+            strategy=strategy, dry_run=dry_run, all_namespaces=all_namespaces
+        )
+    emit("consolidate", result, output)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the memory commands to ``app``, in the order --help lists them."""
+    for command in (init, store, recall, timeline, forget, stats, consolidate):
+        app.command()(command)

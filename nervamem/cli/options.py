@@ -1,0 +1,105 @@
+"""What every command group shares: the option types declared once, the root settings,
+and the two things each command does first (choose the output format, open the store).
+
+Command modules import from here and never from one another. ``store_factory`` is the
+one place a store is made: tests replace it to inject a fixed clock and ID source.
+"""
+
+# No "from __future__ import annotations" here: Typer reads the option types below on
+# every call, and string annotations would make it eval() each one again.
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ..render import resolve_format
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class Settings:
+    """The root options, shared with every command through the context.
+
+    A plain class: @dataclass would cost ~1 ms (and the dataclasses import) per call.
+    """
+
+    __slots__ = ("db", "namespace", "fmt", "tokenizer")
+
+    def __init__(
+        self,
+        db: str | None = None,
+        namespace: str | None = None,
+        fmt: str | None = None,
+        tokenizer: str | None = None,
+    ) -> None:
+        self.db = db
+        self.namespace = namespace
+        self.fmt = fmt
+        self.tokenizer = tokenizer
+
+
+def complete_namespace(ctx: typer.Context, incomplete: str) -> list[str]:
+    try:
+        from ..locate import resolve_db_path
+        from ..store import MemoryStore
+
+        # Pressing Tab must never create a store as a side effect.
+        path = resolve_db_path(ctx.find_root().params.get("db"))
+        if not path.is_file():
+            return []
+        with MemoryStore(str(path)) as store:
+            names = [info.name for info in store.list_namespaces()]
+    except Exception:
+        return []
+    return [n for n in names if n.startswith(incomplete)]
+
+
+NsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ns",
+        help="Namespace to use instead of the active one.",
+        autocompletion=complete_namespace,
+    ),
+]
+FormatOption = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        "-f",
+        help="Output format: markdown, json or table (default: table on a terminal, "
+        "markdown when piped; env NERVAMEM_FORMAT).",
+        autocompletion=lambda incomplete: [
+            f for f in ("markdown", "json", "table") if f.startswith(incomplete)
+        ],
+    ),
+]
+SessionOption = Annotated[
+    str | None, typer.Option("--session", help="Session ID (default: the active one).")
+]
+
+
+def root_settings(ctx: typer.Context) -> Settings:
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, Settings) else Settings()
+
+
+def _default_store_factory(db: str | None, namespace: str | None) -> "MemoryStore":
+    from ..store import MemoryStore
+
+    return MemoryStore(db, namespace=namespace)
+
+
+# Tests replace this to inject a fixed clock and ID source into every command.
+store_factory = _default_store_factory
+
+
+def open_store(ctx: typer.Context, namespace: str | None = None) -> "MemoryStore":
+    root = root_settings(ctx)
+    return store_factory(root.db, namespace if namespace is not None else root.namespace)
+
+
+def output_format(ctx: typer.Context, fmt: str | None) -> str:
+    return resolve_format(fmt, root_settings(ctx).fmt)
