@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from .errors import BadInputError
 from .tokens import CharTokenCounter, TokenCounter
-from .visible import visible
+from .visible import one_line
 
-if TYPE_CHECKING:  # annotations only (the markdown renderer imports one_line from here)
+if TYPE_CHECKING:  # annotations only
     from .models import RecallItem
 
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -62,13 +62,6 @@ class Draft(Protocol):
 
     @property
     def content(self) -> str: ...
-
-
-def one_line(text: str) -> str:
-    """Collapse all whitespace so content can never break the Markdown structure, and
-    show control characters escaped so it can never drive the reader's terminal. This is
-    the text that is measured, so the budget counts the escapes too."""
-    return visible(" ".join(text.split()))
 
 
 def header_query(query: str) -> str:
