@@ -96,7 +96,7 @@ def test_hot_commands_import_no_heavy_library(
 # What each hot command needs of nervamem itself; everything else stays unloaded.
 NOT_LOADED = {
     "--version": ("sqlite3", "dataclasses", "nervamem.store", "nervamem.models"),
-    "store": ("dataclasses", "nervamem.models", "nervamem.pack", "nervamem.recall"),
+    "store": ("dataclasses", "nervamem.models", "nervamem.recall"),
 }
 
 

@@ -11,9 +11,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from nervamem import MemoryStore
-from nervamem import recall as rank
-from nervamem.pack import confidence_label
-from nervamem.recall import content_terms, query_terms
+from nervamem.recall import search as rank
+from nervamem.recall.packing import confidence_label
+from nervamem.recall.search import content_terms, query_terms
 
 
 def test_stop_words_and_fragments_are_not_key_terms() -> None:

@@ -9,15 +9,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from . import recall as rank
-from .errors import BadInputError
-from .models import NODE_KINDS, RecallItem, RecallResult, TimelineItem
-from .pack import pack
-from .timeparse import format_time, parse_time, to_datetime
+from ..errors import BadInputError
+from ..models import NODE_KINDS, RecallItem, RecallResult, TimelineItem
+from ..timeparse import format_time, parse_time, to_datetime
+from . import search as rank
+from .packing import pack
 from .tokens import get_counter
 
 if TYPE_CHECKING:
-    from .store import MemoryStore
+    from ..store import MemoryStore
 
 MAX_BUDGET = 1_000_000
 MAX_HOPS = 5

@@ -23,7 +23,7 @@ from datetime import datetime
 from itertools import chain
 from typing import Any
 
-from .timeparse import to_datetime
+from ..timeparse import to_datetime
 
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)
 MAX_QUERY_TERMS = 32

@@ -29,12 +29,12 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, cast
 
-from .errors import BadInputError
+from ..errors import BadInputError
+from ..visible import one_line
 from .tokens import CharTokenCounter, TokenCounter
-from .visible import one_line
 
 if TYPE_CHECKING:  # annotations only
-    from .models import RecallItem
+    from ..models import RecallItem
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("decision", "Decisions"),

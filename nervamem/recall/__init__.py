@@ -1,0 +1,1 @@
+"""Recall: what best answers a query, within a token budget."""
