@@ -901,7 +901,7 @@ class MemoryStore:
     def timeline(
         self, query: str, *, namespace: str | None = None, limit: int = 100
     ) -> list[TimelineItem]:
-        from .recall.api import run_timeline
+        from .recall.timeline import run_timeline
 
         return run_timeline(self, query, namespace=namespace, limit=limit)
 
