@@ -135,12 +135,15 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
         ("nervamem/store.py", 'uri += "&immutable=1"', "pass", 1),
     ],
     "recall-no-namespace-filter": [
-        # '+n.namespace = ?' becomes '+(n.namespace = ? OR 1)': every filter in recall.py
+        # '+n.namespace = ?' becomes '+(n.namespace = ? OR 1)': every filter of recall's
+        # search, session context and expansion
         ("nervamem/recall/search.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
+        ("nervamem/recall/session_context.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
+        ("nervamem/recall/expansion.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
     ],
     "session-context-no-namespace-filter": [
         (
-            "nervamem/recall/search.py",
+            "nervamem/recall/session_context.py",
             "len(wanted))}) AND +n.namespace = ? AND",
             "len(wanted))}) AND (+n.namespace = ? OR 1) AND",
             1,
@@ -149,7 +152,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     # Recall masks as of a moment (now without --as-of): the as_of branch of mask_sql.
     "mask-keeps-tombstoned": [
         (
-            "nervamem/recall/search.py",
+            "nervamem/recall/mask.py",
             'f"{alias}.tombstoned = 0 AND {alias}.valid_from <= ? "',
             'f"{alias}.tombstoned >= 0 AND {alias}.valid_from <= ? "',
             1,
@@ -157,7 +160,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "mask-keeps-superseded": [
         (
-            "nervamem/recall/search.py",
+            "nervamem/recall/mask.py",
             'f"AND ({alias}.valid_until IS NULL OR {alias}.valid_until > ?)"',
             'f"AND ({alias}.valid_until IS NULL OR {alias}.valid_until > ? OR 1)"',
             1,
@@ -192,7 +195,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
         ),
     ],
     "query-surrogates-accepted": [
-        ("nervamem/recall/api.py", '        query.encode("utf-8")\n', "        pass\n", 1),
+        ("nervamem/recall/validation.py", '        query.encode("utf-8")\n', "        pass\n", 1),
     ],
     "date-overflow-uncaught": [
         ("nervamem/timeparse.py", "except OverflowError:", "except ZeroDivisionError:", 1),
