@@ -246,7 +246,7 @@ class MemoryStore:
         namespace: str | None = None,
         tokenizer: str | None = None,
     ) -> RecallResult:
-        from .recall_api import run_recall
+        from .recall.api import run_recall
 
         return run_recall(
             self.storage,
@@ -262,7 +262,7 @@ class MemoryStore:
     def timeline(
         self, query: str, *, namespace: str | None = None, limit: int = 100
     ) -> list[TimelineItem]:
-        from .recall_api import run_timeline
+        from .recall.timeline import run_timeline
 
         return run_timeline(self.storage, query, namespace=namespace, limit=limit)
 

@@ -12,7 +12,7 @@ text is never changed; JSON is not passed through here (json.dumps escapes C0 co
 itself and its bytes are a contract, docs/json.md).
 
 Tab and newline are kept: the formats use them, a Rich table keeps a newline inside its
-cell, and Markdown content has already been collapsed to one line by pack.one_line.
+cell, and Markdown content has already been collapsed to one line by :func:`one_line`.
 """
 
 from __future__ import annotations
@@ -41,3 +41,12 @@ def visible(text: str) -> str:
     if text.isprintable() or text.replace("\n", " ").replace("\t", " ").isprintable():
         return text
     return re.sub(_BIDI, _escape, re.sub(_CONTROLS, _escape, text))
+
+
+def one_line(text: str) -> str:
+    """Collapse all whitespace so content can never break the Markdown structure, and
+    show control characters escaped so it can never drive the reader's terminal. Recall
+    measures this text against its budget, so the budget counts the escapes too. Here,
+    beside :func:`visible`, because the recall packer and the timeline renderer both
+    build Markdown lines with it: neither has to import the other."""
+    return visible(" ".join(text.split()))

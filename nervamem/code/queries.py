@@ -55,7 +55,7 @@ def _touches(
 ) -> list[_Touch]:
     """TOUCHES edges of current memories in the namespace, with their anchors (the edge's
     own record, else the entity's)."""
-    from ..recall import mask_sql
+    from ..recall.mask import mask_sql
 
     mask, params = mask_sql(None, "n")
     sql = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..pack import one_line
+from ..visible import one_line
 
 if TYPE_CHECKING:
     from ..code.values import CodeAnchor, CodeForResult, CodeToResult, IndexResult, StalenessReport

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..visible import visible
+from ..visible import one_line, visible
 
 if TYPE_CHECKING:  # annotations only: `store` prints an ID without building the models
     from ..models import (
@@ -22,8 +22,6 @@ if TYPE_CHECKING:  # annotations only: `store` prints an ID without building the
 
 
 def _timeline(items: list[TimelineItem]) -> str:
-    from ..pack import one_line  # here: `store` prints an ID without loading pack
-
     lines = [f"## Timeline ({len(items)} item{'' if len(items) == 1 else 's'})"]
     if items:
         lines.append("")

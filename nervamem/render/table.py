@@ -22,7 +22,7 @@ def render(view: str, payload: Any) -> None:
 
     console = Console()
     if view == "recall":
-        # payload.markdown has its controls escaped already (pack.one_line), but a numeric
+        # payload.markdown has its controls escaped already (visible.one_line), but a numeric
         # character reference is the one way Markdown makes a character its source lacks:
         # "&#x202e;" would become a bidi override, so it is shown as written. A link shows
         # its target instead of becoming an OSC 8 hyperlink whose target is hidden.

@@ -10,8 +10,8 @@ import pytest
 
 from nervamem import MemoryStore
 from nervamem.errors import BadInputError
-from nervamem.recall import fts_stages
-from nervamem.tokens import CharTokenCounter, get_counter
+from nervamem.recall.search import fts_stages
+from nervamem.recall.tokens import CharTokenCounter, get_counter
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from nervamem import MemoryStore
-from nervamem import recall as rank
-from nervamem.pack import confidence_label
-from nervamem.recall import content_terms, query_terms
+from nervamem.recall import questions, relevance, scoring, search
+from nervamem.recall.packing import confidence_label
+from nervamem.recall.terms import content_terms, query_terms
 
 
 def test_stop_words_and_fragments_are_not_key_terms() -> None:
@@ -55,13 +55,13 @@ def test_node_with_all_key_terms_outranks_one_with_a_single_term(store: MemorySt
 def test_common_terms_only_score_what_rare_terms_found(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rank, "COMMON_DF", 3)
+    monkeypatch.setattr(search, "COMMON_DF", 3)
     with store.batch():
         for n in range(10):
             store.store("fact", f"service {n} deploy finished")
     both = store.store("fact", "payment service deploy rolled back")
     rare_only = store.store("fact", "payment refunds are manual")
-    found = rank.search(
+    found = search.search(
         store.connection, "default", "payment service deploy", as_of=None, kinds=None, want=0
     )
     # "service" and "deploy" are common: they never propose a candidate of their own,
@@ -73,8 +73,8 @@ def test_common_terms_only_score_what_rare_terms_found(
 def test_a_query_of_common_terms_returns_the_newest_matches(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rank, "COMMON_DF", 3)
-    monkeypatch.setattr(rank, "PRE_LIMIT", 4)
+    monkeypatch.setattr(search, "COMMON_DF", 3)
+    monkeypatch.setattr(search, "PRE_LIMIT", 4)
     ids = [store.store("fact", f"service {n} deploy finished") for n in range(10)]
     found = {item.id for item in store.recall("service deploy", budget_tokens=200, hops=0).items}
     assert found == set(ids[-4:])
@@ -135,7 +135,7 @@ def test_context_of_a_statement_ranks_below_the_hit(store: MemoryStore) -> None:
     ],
 )
 def test_asks(text: str, asks: bool) -> None:
-    assert rank.asks(text) is asks
+    assert questions.asks(text) is asks
 
 
 def test_session_context_respects_the_temporal_mask(store: MemoryStore) -> None:
@@ -221,12 +221,12 @@ def test_repeated_content_is_shown_once(store: MemoryStore) -> None:
 
 def test_recency_keeps_a_floor() -> None:
     now = datetime(2026, 7, 3, tzinfo=timezone.utc)
-    fresh = rank.recency("2026-07-03T00:00:00.000Z", now)
-    month = rank.recency((now - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S.000Z"), now)
-    year = rank.recency("2025-07-03T00:00:00.000Z", now)
+    fresh = scoring.recency("2026-07-03T00:00:00.000Z", now)
+    month = scoring.recency((now - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S.000Z"), now)
+    year = scoring.recency("2025-07-03T00:00:00.000Z", now)
     assert fresh == pytest.approx(1.0)
     assert month == pytest.approx(0.75)
-    assert rank.RECENCY_FLOOR <= year < month < fresh
+    assert scoring.RECENCY_FLOOR <= year < month < fresh
 
 
 def test_budget_holds_with_a_footer_line_per_session(store: MemoryStore) -> None:
@@ -268,7 +268,7 @@ def test_quality_bench_scoring_and_agent_set_are_deterministic() -> None:
 def test_specificity_prefers_a_particular_memory_over_routine_notes() -> None:
     routine = [f"ran the {svc} test suite all tests pass".split() for svc in "abcdef"]
     particular = "ledger appends double entry rows for every settled payment".split()
-    scores = rank.specificity([*routine, particular], ["ledger"])
+    scores = relevance.specificity([*routine, particular], ["ledger"])
     assert scores[-1] == 1.0 > max(scores[:-1])
 
 
@@ -298,7 +298,7 @@ def test_query_terms_near_each_other_outrank_scattered_ones(store: MemoryStore) 
     ],
 )
 def test_date_spans_read_the_dates_a_query_names(query: str, spans: list[tuple[str, str]]) -> None:
-    assert rank.date_spans(query) == spans
+    assert relevance.date_spans(query) == spans
 
 
 def test_a_date_in_the_query_prefers_memories_valid_then(store: MemoryStore) -> None:

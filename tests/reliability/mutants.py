@@ -165,12 +165,15 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
         ("nervamem/storage/sqlite.py", 'uri += "&immutable=1"', "pass", 1),
     ],
     "recall-no-namespace-filter": [
-        # '+n.namespace = ?' becomes '+(n.namespace = ? OR 1)': every filter in recall.py
-        ("nervamem/recall.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
+        # '+n.namespace = ?' becomes '+(n.namespace = ? OR 1)': every filter of recall's
+        # search, session context and expansion
+        ("nervamem/recall/search.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
+        ("nervamem/recall/session_context.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
+        ("nervamem/recall/expansion.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
     ],
     "session-context-no-namespace-filter": [
         (
-            "nervamem/recall.py",
+            "nervamem/recall/session_context.py",
             "len(wanted))}) AND +n.namespace = ? AND",
             "len(wanted))}) AND (+n.namespace = ? OR 1) AND",
             1,
@@ -179,7 +182,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     # Recall masks as of a moment (now without --as-of): the as_of branch of mask_sql.
     "mask-keeps-tombstoned": [
         (
-            "nervamem/recall.py",
+            "nervamem/recall/mask.py",
             'f"{alias}.tombstoned = 0 AND {alias}.valid_from <= ? "',
             'f"{alias}.tombstoned >= 0 AND {alias}.valid_from <= ? "',
             1,
@@ -187,7 +190,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "mask-keeps-superseded": [
         (
-            "nervamem/recall.py",
+            "nervamem/recall/mask.py",
             'f"AND ({alias}.valid_until IS NULL OR {alias}.valid_until > ?)"',
             'f"AND ({alias}.valid_until IS NULL OR {alias}.valid_until > ? OR 1)"',
             1,
@@ -195,7 +198,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "pack-no-final-trim": [
         (
-            "nervamem/pack.py",
+            "nervamem/recall/packing.py",
             "        if used <= budget:\n            return chosen, text, used",
             "        if True:\n            return chosen, text, used",
             1,
@@ -203,26 +206,26 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "pack-no-budget-checks": [  # all three guards: lower bound, exact cost, final trim
         (
-            "nervamem/pack.py",
+            "nervamem/recall/packing.py",
             "        if least is not None and meter.tokens + least > budget:\n",
             "        if False:\n",
             1,
         ),
         (
-            "nervamem/pack.py",
+            "nervamem/recall/packing.py",
             "        if meter.tokens + cost > budget:\n",
             "        if False:\n",
             1,
         ),
         (
-            "nervamem/pack.py",
+            "nervamem/recall/packing.py",
             "        if used <= budget:\n            return chosen, text, used",
             "        if True:\n            return chosen, text, used",
             1,
         ),
     ],
     "query-surrogates-accepted": [
-        ("nervamem/recall_api.py", '        query.encode("utf-8")\n', "        pass\n", 1),
+        ("nervamem/recall/validation.py", '        query.encode("utf-8")\n', "        pass\n", 1),
     ],
     "date-overflow-uncaught": [
         ("nervamem/timeparse.py", "except OverflowError:", "except ZeroDivisionError:", 1),

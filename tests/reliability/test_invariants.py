@@ -28,8 +28,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from nervamem import MemoryStore
 from nervamem.errors import BadInputError, NotFoundError
 from nervamem.models import RecallResult
+from nervamem.recall.tokens import get_counter
 from nervamem.timeparse import format_time
-from nervamem.tokens import get_counter
 
 START = datetime(2026, 7, 3, 12, 0, tzinfo=timezone.utc)
 NAMESPACES = ("default", "alpha", "beta")

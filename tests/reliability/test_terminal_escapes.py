@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from nervamem import BadInputError, MemoryStore
-from nervamem.tokens import get_counter
+from nervamem.recall.tokens import get_counter
 from tests.core.test_codegraph import edit, make_repo
 
 Run = Callable[..., Any]

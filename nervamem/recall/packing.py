@@ -21,6 +21,15 @@ character here is paid for by every item: at a 200-token budget these labels and
 header decide whether a third or fourth memory fits (bench/quality.py measures it).
 Provenance: one line per session, ``^<n>: <session short id>``, numbered in the order
 the items (best first) cite them.
+
+Why recall's Markdown is built here and not in render/markdown.py: the budget is a
+property of the exact text, so what chooses the items must measure the very characters
+that are printed, piece by piece while it packs and whole at the end. The layout
+functions below (header, section heading, item line, provenance line) are the only
+place that text is spelled, and :func:`pack` charges each item the pieces they return.
+render/ passes ``RecallResult.markdown`` through unchanged (its escaping finds nothing
+left to escape); spelling the lines there would make recall import a renderer, or let
+two copies of the layout drift apart while the budget measured only one of them.
 """
 
 from __future__ import annotations
@@ -29,12 +38,12 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, cast
 
-from .errors import BadInputError
+from ..errors import BadInputError
+from ..visible import one_line
 from .tokens import CharTokenCounter, TokenCounter
-from .visible import visible
 
-if TYPE_CHECKING:  # annotations only (the markdown renderer imports one_line from here)
-    from .models import RecallItem
+if TYPE_CHECKING:  # annotations only
+    from ..models import RecallItem
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("decision", "Decisions"),
@@ -47,6 +56,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("entity", "Entities"),
 )
 SECTION_TITLE = dict(SECTIONS)
+PROVENANCE_TITLE = "Provenance"
 # The header echoes the query's first characters only: the caller knows its query, and at
 # a 200-token budget each 16 characters of echo are 2 % of the room for memories. On the
 # LoCoMo split at 200 tokens: 24 characters 0.630, 16 and 12 both 0.634 (bench/quality.py).
@@ -64,11 +74,16 @@ class Draft(Protocol):
     def content(self) -> str: ...
 
 
-def one_line(text: str) -> str:
-    """Collapse all whitespace so content can never break the Markdown structure, and
-    show control characters escaped so it can never drive the reader's terminal. This is
-    the text that is measured, so the budget counts the escapes too."""
-    return visible(" ".join(text.split()))
+# ---------------------------------------------------------------------------- layout
+def header_line(query: str, as_of_label: str, count: int, used: int, budget: int) -> str:
+    return (
+        f'## Memory recall: "{header_query(query)}" (as of {as_of_label} · '
+        f"{count} item{'' if count == 1 else 's'} · {used}/{budget} tokens)"
+    )
+
+
+def section_heading(title: str) -> str:
+    return f"### {title}"
 
 
 def header_query(query: str) -> str:
@@ -110,11 +125,7 @@ def provenance_lines(items: Sequence[RecallItem]) -> list[str]:
 def render(
     query: str, as_of_label: str, items: Sequence[RecallItem], used: int, budget: int
 ) -> str:
-    count = len(items)
-    lines = [
-        f'## Memory recall: "{header_query(query)}" (as of {as_of_label} · '
-        f"{count} item{'' if count == 1 else 's'} · {used}/{budget} tokens)"
-    ]
+    lines = [header_line(query, as_of_label, len(items), used, budget)]
     labels = session_labels(items)
     for kind, title in SECTIONS:
         section = [
@@ -123,13 +134,14 @@ def render(
             if item.kind == kind
         ]
         if section:
-            lines += ["", f"### {title}", *section]
+            lines += ["", section_heading(title), *section]
     provenance = provenance_lines(items)
     if provenance:
-        lines += ["", "### Provenance", *provenance]
+        lines += ["", section_heading(PROVENANCE_TITLE), *provenance]
     return "\n".join(lines) + "\n"
 
 
+# ---------------------------------------------------------------------------- packing
 def _finalize(
     query: str,
     as_of_label: str,
@@ -219,11 +231,11 @@ def pack(
         label = (labels.get(session) or len(labels) + 1) if session else None
         piece = item_line(item, label) + "\n"
         if item.kind not in kinds_present:
-            piece += f"\n### {SECTION_TITLE[item.kind]}\n"
+            piece += "\n" + section_heading(SECTION_TITLE[item.kind]) + "\n"
         if session and session not in labels:
             piece += provenance_line(session, len(labels) + 1) + "\n"
             if not labels:
-                piece += "\n### Provenance\n"
+                piece += "\n" + section_heading(PROVENANCE_TITLE) + "\n"
         cost = meter.cost(piece)
         if meter.tokens + cost > budget:
             continue

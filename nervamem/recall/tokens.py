@@ -13,7 +13,7 @@ import math
 import os
 from typing import Any, Protocol
 
-from .errors import BadInputError
+from ..errors import BadInputError
 
 ENV_TOKENIZER = "NERVAMEM_TOKENIZER"
 TOKENIZERS = ("char", "tiktoken")

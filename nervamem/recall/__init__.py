@@ -1,0 +1,32 @@
+"""Recall: what best answers a query, within a token budget (docs/recall.md).
+
+One module per concept, imports flowing one way (a module imports only those above
+it in this list; none imports the CLI or a renderer):
+
+    mask.py             the temporal mask: which nodes may be shown as of a moment
+    tokens.py           token counters: what the budget is measured with
+    terms.py            query terms, key terms and stop words
+    candidates.py       node rows, the Candidate they become, degree and session lookups
+    relevance.py        how well a hit's text answers the query (IDF, BM25 norm, ...)
+    search.py           FTS5 term lookups and the prefix stage: the hits
+    questions.py        a memory that asks is answered by the one after it
+    session_context.py  what was recorded next to a hit in its session
+    expansion.py        graph neighbours of the best candidates
+    scoring.py          relevance x recency x frequency x connectivity; the top k
+    packing.py          the Markdown of a recall, packed within the budget
+    validation.py       what recall and timeline refuse
+    access_counts.py    the access count a recall adds to what it returns
+    api.py              run_recall: the pipeline of the steps above
+    timeline.py         run_timeline: every version of what matches
+
+Rules a reader must not break:
+* User text is data, never FTS5 syntax: every term is quoted before MATCH.
+* The temporal mask applies to search hits, session context and expanded neighbours
+  alike (mask.py).
+* Nothing crosses a namespace: every query filters by it.
+* The Markdown of a recall measures at most its budget under the configured counter
+  (packing.py).
+
+Nothing is imported here: codegraph.py needs only the mask, and a module is loaded
+when a command needs it (``store`` loads none of this package).
+"""

@@ -1,0 +1,46 @@
+"""Access counts: recall adds one to ``access_count`` (and sets ``last_accessed``) of the
+memories it returns, the frequency factor of later recalls (recall/scoring.py).
+
+This is the one write a recall makes. It is bookkeeping, best effort: a read never fails
+because the store is read-only or briefly locked, and the count is not worth an fsync.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..storage.sqlite import Storage
+
+
+def count_accesses(storage: Storage, ids: list[str]) -> None:
+    """Count the access of the returned nodes only. A read must not fail because the
+    store is read-only or briefly locked, so this bookkeeping is best effort."""
+    if not ids or storage.read_only:
+        return
+    conn = storage.connection
+    now = storage.now()
+    sql = "UPDATE mem_nodes SET access_count = access_count + 1, last_accessed = ? WHERE id = ?"
+    rows = [(now, node_id) for node_id in ids]
+    if storage.in_transaction:
+        # Inside the caller's batch: its transaction commits this too. BEGIN here would
+        # fail, and the ROLLBACK below would throw away the caller's writes.
+        conn.executemany(sql, rows)
+        return
+    synchronous = conn.execute("PRAGMA synchronous").fetchone()[0]
+    try:
+        conn.execute("PRAGMA busy_timeout = 2000")
+        # An access count is not worth an fsync (~4 ms, more than the whole recall):
+        # NORMAL commits it to the WAL unsynced; the next synced commit or checkpoint
+        # makes it durable, and a power cut can at worst lose the count.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(sql, rows)
+        conn.execute("COMMIT")
+    except sqlite3.Error:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+    finally:
+        conn.execute(f"PRAGMA synchronous = {int(synchronous)}")
+        conn.execute(f"PRAGMA busy_timeout = {storage.busy_timeout_ms}")

@@ -1,0 +1,159 @@
+"""The recall operation of MemoryStore, as a pipeline of named steps:
+
+    validate -> search -> session context -> expansion -> damp questions -> top-k
+             -> pack (completing only the items it may show) -> count accesses
+
+Kept apart from store.py so that write-only calls never import the ranking code. Each
+step is its own module in this package; what is here is how the budget sizes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from .. import nodes
+from ..models import RecallItem, RecallResult
+from ..timeparse import format_time, parse_time, to_datetime
+from .access_counts import count_accesses
+from .candidates import sessions_of
+from .expansion import expand
+from .packing import pack
+from .questions import damp_questions
+from .scoring import Scored, top_k
+from .search import search
+from .session_context import session_context
+from .tokens import get_counter
+from .validation import check_recall_request
+
+if TYPE_CHECKING:
+    from ..storage.sqlite import Storage
+
+# Items completed (session, short IDs) at a time when packing asks for one.
+COMPLETE_CHUNK = 16
+
+# Tokens of a typical item line (ID, date, confidence, footnote, a sentence of content).
+ITEM_TOKENS = 30
+
+
+def run_recall(
+    storage: Storage,
+    query: str,
+    *,
+    budget_tokens: int,
+    as_of: str | datetime | None,
+    kinds: Sequence[str] | None,
+    hops: int,
+    namespace: str | None,
+    tokenizer: str | None,
+) -> RecallResult:
+    check_recall_request(query, budget_tokens=budget_tokens, hops=hops, kinds=kinds)
+    counter = get_counter(tokenizer)
+    ns = storage.namespace_for(namespace)
+    as_of_text = None
+    if as_of is not None:
+        as_of_text = (
+            format_time(as_of)
+            if isinstance(as_of, datetime)
+            else parse_time(as_of, option="--as-of")
+        )
+    now = storage.clock()
+    reference = to_datetime(as_of_text) if as_of_text else now
+    # Without --as-of the answer is as of now, with the same mask as --as-of now: a
+    # memory valid only from a later date is not true yet, and one that a later-dated
+    # version supersedes is still true until then.
+    mask_time = as_of_text or format_time(now)
+    conn = storage.connection
+
+    found = search(
+        conn, ns, query, as_of=mask_time, kinds=kinds, want=_candidate_target(budget_tokens)
+    )
+    if hops > 0 and found:
+        found = session_context(conn, ns, found, as_of=mask_time, kinds=kinds)
+        found = expand(
+            conn,
+            ns,
+            found,
+            hops=hops,
+            as_of=mask_time,
+            kinds=kinds,
+            width=_expansion_width(budget_tokens),
+        )
+    damp_questions(found.values())
+    ranked = top_k(conn, found, reference=reference, k=_most_packable(budget_tokens))
+    chosen, markdown, used = pack(
+        query,
+        mask_time[:10],
+        [s[4] for s in ranked],
+        budget_tokens,
+        counter,
+        _item_completer(storage, ranked),
+    )
+    count_accesses(storage, [item.id for item in chosen])
+    return RecallResult(
+        query=query,
+        as_of=as_of_text,
+        budget_tokens=budget_tokens,
+        used_tokens=used,
+        items=tuple(chosen),
+        markdown=markdown,
+        tokenizer=counter.name,
+    )
+
+
+def _candidate_target(budget: int) -> int:
+    # The prefix stage (term*) runs when the exact key terms found fewer nodes than this:
+    # a handful, more for a larger budget. It is a fallback for a query whose words are
+    # fragments of stored ones; on most queries it never runs.
+    return max(3, min(50, budget // 100))
+
+
+def _expansion_width(budget: int) -> int:
+    # Seeds per expansion hop: about as many as the budget can show items (a 500-token
+    # budget shows ~15), at most EXPANSION_SEEDS. Each seed costs a neighbour read and
+    # its neighbours' rows; seeds far below what can be shown only add candidates that
+    # cannot be packed.
+    return max(5, budget // ITEM_TOKENS)
+
+
+def _most_packable(budget: int) -> int:
+    # An item line costs at least ~8 tokens, so no more than this many items can be
+    # packed: only these are scored in full (degrees) and completed.
+    return max(20, budget // 6)
+
+
+def _item_completer(storage: Storage, ranked: list[Scored]) -> Callable[[int], RecallItem]:
+    """The item of ``ranked[i]``, for packing. Sessions and short IDs (index lookups) only
+    for what packing may show: it asks for an item when its content is new and could
+    still fit; looked up COMPLETE_CHUNK at a time."""
+    conn = storage.connection
+    items: dict[int, RecallItem] = {}
+
+    def complete(index: int) -> RecallItem:
+        if index not in items:
+            chunk = ranked[index : index + COMPLETE_CHUNK]
+            sessions = sessions_of(conn, [s[4].id for s in chunk])
+            short = nodes.short_ids(storage, [*(s[4].id for s in chunk), *sessions.values()])
+            for offset, (score, r, f, c, cand) in enumerate(chunk, start=index):
+                items[offset] = RecallItem(
+                    id=cand.id,
+                    short_id=short[cand.id],
+                    kind=cand.kind,
+                    content=cand.content,
+                    score=round(score, 6),
+                    relevance=round(cand.relevance, 6),
+                    recency=round(r, 6),
+                    frequency=round(f, 6),
+                    connectivity=round(c, 6),
+                    confidence=cand.confidence,
+                    valid_from=cand.valid_from,
+                    valid_until=cand.valid_until,
+                    recorded_at=cand.recorded_at,
+                    session_id=sessions.get(cand.id),
+                    session_short_id=short[sessions[cand.id]] if cand.id in sessions else None,
+                    via=cand.via,
+                )
+        return items[index]
+
+    return complete

@@ -1,0 +1,65 @@
+"""The node rows recall reads, the :class:`Candidate` each becomes on its way through
+the stages, and the lookups by node ID that more than one stage makes (degree, session).
+
+Nothing crosses a namespace: whoever reads node rows with NODE_COLUMNS filters them by
+namespace and by the temporal mask (recall/mask.py). The lookups here take IDs that
+were read that way.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+NODE_COLUMNS = (
+    "n.id, n.kind, n.content, n.valid_from, n.valid_until, n.recorded_at, "
+    "n.confidence, n.access_count, n.seq"
+)
+NodeRow = tuple[str, str, str, str, str | None, str, float, int, int]
+
+
+@dataclass
+class Candidate:
+    """A node on its way through recall, with its relevance so far."""
+
+    id: str
+    kind: str
+    content: str
+    valid_from: str
+    valid_until: str | None
+    recorded_at: str
+    confidence: float
+    access_count: int
+    seq: int
+    relevance: float
+    via: str  # "search", "context" or "expansion"
+
+
+def degrees(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, int]:
+    """Number of edges of each node, both directions, every kind (missing: none). Read
+    from mem_degree, which triggers keep equal to the count of mem_edges rows: counting
+    them here would read every edge of a hub entity on every recall."""
+    counts: dict[str, int] = {}
+    id_list = list(ids)
+    for start in range(0, len(id_list), 500):
+        chunk = id_list[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for node_id, count in conn.execute(
+            f"SELECT node_id, degree FROM mem_degree WHERE node_id IN ({marks})", chunk
+        ):
+            counts[node_id] = count
+    return counts
+
+
+def sessions_of(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start : start + 500])
+        for src, dst in conn.execute(
+            f"SELECT src, dst FROM mem_edges WHERE kind = 'OCCURRED_IN' AND src IN "
+            f"({','.join('?' * len(chunk))})",
+            chunk,
+        ):
+            found[src] = dst
+    return found

@@ -1,0 +1,131 @@
+"""Graph expansion: the neighbours of the best candidates over the edges that carry
+meaning, each weighed EXPANSION_DECAY times its parent's relevance per hop.
+
+Neighbours are read through the temporal mask (recall/mask.py) and the namespace
+filter like search hits: expansion can never bring back what stopped being true or
+another namespace's node. The cost of a hop is bounded by EXPANSION_FANOUT neighbours
+per seed, however many edges a hub entity has.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from .candidates import NODE_COLUMNS, Candidate, NodeRow, degrees
+from .mask import mask_sql
+
+EXPANSION_DECAY = 0.6
+EXPANSION_FANOUT = 8
+EXPANSION_SEEDS = 30
+
+# Edges that expansion follows, in both directions. OCCURRED_IN is left out on purpose:
+# a session links to everything that happened in it, so following it would pull a whole
+# session into every recall. ABOUT and TOUCHES reach an entity and what else is about it
+# (bounded by EXPANSION_FANOUT, newest first, so a hub entity cannot flood the result).
+# SUPERSEDES is left out: a superseded version is masked out anyway.
+EXPANSION_EDGES = ("ABOUT", "TOUCHES", "CAUSED", "DERIVED_FROM", "CONTRADICTS")
+
+# Newest neighbours first, one branch per edge kind and direction: each branch reads at
+# most EXPANSION_FANOUT index entries, so a hub entity with 50 000 ABOUT edges costs what a
+# leaf costs. (One "kind IN (...) ORDER BY ... LIMIT" would read and sort all of them.)
+# The union of the per-branch top rows holds the overall top rows, so the result is the same.
+NEIGHBOURS_SQL = (
+    " UNION ".join(
+        f"SELECT * FROM (SELECT {far} FROM mem_edges WHERE {near} = :id AND kind = '{kind}' "
+        f"ORDER BY {far} DESC LIMIT :fanout)"
+        for kind in EXPANSION_EDGES
+        for near, far in (("src", "dst"), ("dst", "src"))
+    )
+    + " ORDER BY 1 DESC LIMIT :fanout"
+)
+
+
+def expand(
+    conn: sqlite3.Connection,
+    namespace: str,
+    seeds: dict[str, Candidate],
+    *,
+    hops: int,
+    as_of: str | None,
+    kinds: Sequence[str] | None,
+    width: int = EXPANSION_SEEDS,
+) -> dict[str, Candidate]:
+    """Neighbours of the ``width`` best seeds (at most EXPANSION_SEEDS), each with 0.6x
+    its parent's relevance per hop; the ``width`` best neighbours seed the next hop."""
+    width = max(1, min(width, EXPANSION_SEEDS))
+    result = dict(seeds)
+    frontier = sorted(seeds.values(), key=lambda c: -c.relevance)[:width]
+    mask, mask_params = mask_sql(as_of)
+    for _ in range(hops):
+        inherited: dict[str, float] = {}
+        around = neighbours(conn, [parent.id for parent in frontier])
+        for parent in frontier:
+            for neighbour in around[parent.id]:
+                if neighbour in result:
+                    continue
+                score = parent.relevance * EXPANSION_DECAY
+                if score > inherited.get(neighbour, 0.0):
+                    inherited[neighbour] = score
+        if not inherited:
+            break
+        frontier = []
+        for row in _fetch_masked(conn, namespace, list(inherited), mask, mask_params):
+            candidate = Candidate(*row, relevance=inherited[row[0]], via="expansion")
+            frontier.append(candidate)
+            if not kinds or candidate.kind in kinds:
+                result[candidate.id] = candidate
+        frontier.sort(key=lambda c: -c.relevance)
+        frontier = frontier[:width]
+    return result
+
+
+# A node with at most this many edges (every kind) has its neighbours read in one batch
+# with the other small nodes of a hop; a bigger one (entity hubs, sessions) through
+# NEIGHBOURS_SQL, which reads only its newest rows per edge kind.
+BATCH_DEGREE = 64
+
+
+def neighbours(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, list[str]]:
+    """The EXPANSION_FANOUT newest neighbours of each node over EXPANSION_EDGES, both
+    directions (what NEIGHBOURS_SQL returns for it), for a whole frontier at once: one
+    statement for the small nodes instead of one per node."""
+    degree = degrees(conn, ids)
+    small = [node_id for node_id in dict.fromkeys(ids) if degree.get(node_id, 0) <= BATCH_DEGREE]
+    found: dict[str, set[str]] = {node_id: set() for node_id in small}
+    if small:
+        marks = ",".join("?" * len(small))
+        kinds = ",".join(f"'{kind}'" for kind in EXPANSION_EDGES)
+        for node_id, neighbour in conn.execute(
+            f"SELECT src, dst FROM mem_edges WHERE src IN ({marks}) AND kind IN ({kinds}) "
+            "UNION ALL "
+            f"SELECT dst, src FROM mem_edges WHERE dst IN ({marks}) AND kind IN ({kinds})",
+            [*small, *small],
+        ):
+            found[node_id].add(neighbour)
+    result = {
+        node_id: sorted(near, reverse=True)[:EXPANSION_FANOUT] for node_id, near in found.items()
+    }
+    for node_id in ids:
+        if node_id not in result:
+            result[node_id] = [
+                row[0]
+                for row in conn.execute(NEIGHBOURS_SQL, {"id": node_id, "fanout": EXPANSION_FANOUT})
+            ]
+    return result
+
+
+def _fetch_masked(
+    conn: sqlite3.Connection, namespace: str, ids: list[str], mask: str, mask_params: list[str]
+) -> list[NodeRow]:
+    rows: list[NodeRow] = []
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        # '+n.namespace': look the IDs up by the id index. Without the '+', SQLite picks
+        # mem_nodes_ns_kind for a long IN list and scans the whole namespace.
+        rows += conn.execute(
+            f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.id IN "
+            f"({','.join('?' * len(chunk))}) AND +n.namespace = ? AND {mask}",
+            [*chunk, namespace, *mask_params],
+        ).fetchall()
+    return rows

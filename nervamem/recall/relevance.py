@@ -1,0 +1,257 @@
+"""Relevance: how well one search hit's text answers the query, before recency,
+frequency and connectivity (recall/scoring.py) weigh it.
+
+The three stages of concepts.md (phrase, all terms, any term) are folded into one score
+(docs/recall.md, "Search"): the summed IDF of the key terms a memory holds, times the
+share of key terms it holds, times BM25's length normalisation; times PHRASE_BOOST when
+it holds the query as a phrase, raised by term proximity, by specificity and by a date
+the query names. Only the candidates' own text is read here: recall/search.py reads the
+rows (masked, in the namespace) and the posting lists.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
+
+from .candidates import Candidate, NodeRow
+from .terms import STOPWORDS, content_terms
+
+PHRASE_BOOST = 1.5
+# Two adjacent key terms of the query at most PROXIMITY_WINDOW words apart in a memory
+# raise it by up to PROXIMITY_WEIGHT (see _proximity); a memory whose other words are
+# rare among the candidates by up to SPECIFICITY_WEIGHT (see specificity).
+PROXIMITY_WEIGHT = 1.0
+PROXIMITY_WINDOW = 2
+SPECIFICITY_WEIGHT = 2.0
+BM25_K1 = 1.2
+BM25_B = 0.75
+# A date in the query ("on 13 October 2023", "in March 2026", "2026-03-15") raises the
+# memories valid from within it by DATE_WEIGHT (see date_spans); a day reaches
+# DATE_SLACK_DAYS either side, as what happened on a day is often written down later.
+DATE_WEIGHT = 1.0
+DATE_SLACK_DAYS = 7
+
+
+def inverse_document_frequency(total: int, df: int) -> float:
+    return math.log((total - df + 0.5) / (df + 0.5) + 1.0)
+
+
+def term_weights(
+    matched: Mapping[int, Sequence[str]], idf: Mapping[str, float], key_count: int
+) -> dict[int, float]:
+    """The text-free first score of each row the rare key terms found, by which search
+    chooses the rows it reads: the summed IDF of the key terms it holds times the share
+    of key terms it holds. :func:`score_rows` starts from the same product, with the
+    common terms found in the text added."""
+    return {
+        rowid: sum(idf[k] for k in keys) * len(keys) / key_count for rowid, keys in matched.items()
+    }
+
+
+def score_rows(
+    rows: Sequence[NodeRow],
+    matched: Mapping[int, list[str]],
+    common: list[str],
+    idf: Mapping[str, float],
+    key_count: int,
+    terms: list[str],
+    spans: Sequence[tuple[str, str]] = (),
+) -> dict[str, Candidate]:
+    """The relevance of each row, normalised so the best has 1.0. ``matched`` holds the
+    rare key terms that found each row (by seq); common terms are looked for in its text
+    here, roughly stemmed (:func:`_root`), as their posting lists were too long to read."""
+    average = sum(len(row[2]) for row in rows) / len(rows) or 1.0
+    phrase = (
+        re.compile(r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, terms)) + r"(?![^\W_])", re.I)
+        if len(terms) > 1
+        else None
+    )
+    finder = _common_matcher(common)
+    words = [words_of(row[2]) for row in rows]
+    specific = specificity(words, terms)
+    near = _proximity(content_terms(terms), idf)
+    scored: list[tuple[float, NodeRow]] = []
+    for row, row_words, row_specific in zip(rows, words, specific, strict=True):
+        keys = matched[row[8]]
+        if finder:
+            found_common = {m.lastindex for m in finder.finditer(row[2]) if m.lastindex}
+            keys = keys + [common[i - 1] for i in sorted(found_common)]
+        norm = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * len(row[2]) / average))
+        score = sum(idf[k] for k in keys) * len(keys) / key_count * norm
+        if not keys:
+            score = 1e-3  # newest rows of an all-common query that the loose match missed
+        if phrase and phrase.search(row[2]):
+            score *= PHRASE_BOOST
+        score *= (1 + SPECIFICITY_WEIGHT * row_specific) * (1 + near(row_words, keys))
+        if spans and any(first <= row[3][:10] <= last for first, last in spans):
+            score *= 1 + DATE_WEIGHT
+        scored.append((score, row))
+    best = max(score for score, _ in scored) or 1.0
+    return {
+        row[0]: Candidate(*row, relevance=max(score / best, 1e-6), via="search")
+        for score, row in scored
+    }
+
+
+# Suffixes cut before a common term is looked for in a candidate's text, roughly as the
+# porter stemmer of the FTS table would ("deployed" finds "deploys", "deployment").
+_SUFFIXES = (
+    "ations",
+    "ation",
+    "ments",
+    "ment",
+    "ings",
+    "ing",
+    "edly",
+    "ed",
+    "ers",
+    "er",
+    "ies",
+    "es",
+    "ly",
+    "s",
+)
+
+
+def _root(term: str) -> str:
+    for suffix in _SUFFIXES:
+        if term.endswith(suffix) and len(term) - len(suffix) >= 3:
+            return term[: -len(suffix)]
+    return term
+
+
+def _common_matcher(common: list[str]) -> re.Pattern[str] | None:
+    """One pattern that finds any common term at a word start; group i is term i."""
+    if not common:
+        return None
+    groups = "|".join(f"({re.escape(_root(term))})" for term in common)
+    return re.compile(rf"(?<![^\W_])(?:{groups})", re.IGNORECASE)
+
+
+def words_of(text: str) -> list[str]:
+    """Lower-cased words, punctuation dropped: a cheap split (str.translate), not FTS5's."""
+    return text.lower().translate(_PUNCTUATION).split()
+
+
+# string.punctuation, spelled out: importing the string module costs ~1.3 ms of start-up.
+_PUNCTUATION = str.maketrans(dict.fromkeys("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", " "))
+
+
+def specificity(words: Sequence[Sequence[str]], query: Sequence[str]) -> list[float]:
+    """How specific each candidate is, 0..1: the mean rarity, among the candidates, of
+    its words that are neither stop words nor query words (log((n + 1) / df), df counted
+    in the candidate set), divided by the highest. Routine notes built from the words
+    that every note shares ("ran the X test suite", "thanks, that's great") score low; a
+    memory that says something particular about the query's topic scores high. Only the
+    candidates' own text is read: no corpus statistics, no extra query."""
+    ignored = STOPWORDS | set(query)
+    bags = [set(row).difference(ignored) for row in words]
+    n = len(bags)
+    rarity = {
+        word: math.log((n + 1) / df) for word, df in Counter(chain.from_iterable(bags)).items()
+    }
+    # fsum is exact, so the result does not depend on the set's (hash-seeded) order.
+    raw = [math.fsum(map(rarity.__getitem__, bag)) / len(bag) if bag else 0.0 for bag in bags]
+    top = max(raw, default=0.0) or 1.0
+    return [value / top for value in raw]
+
+
+def _proximity(
+    keys: Sequence[str], idf: Mapping[str, float]
+) -> Callable[[Sequence[str], Sequence[str]], float]:
+    """Term proximity: for each pair of key terms adjacent in the query ("favorite book",
+    "support group"), a memory holding both within PROXIMITY_WINDOW words of each other
+    earns the pair's IDF weight; the boost is PROXIMITY_WEIGHT x earned / all pairs."""
+    roots = [_root(key) for key in keys]
+    pairs = [
+        (i, i + 1, idf.get(keys[i], 0.0) + idf.get(keys[i + 1], 0.0)) for i in range(len(keys) - 1)
+    ]
+    total = sum(weight for _, _, weight in pairs)
+    prefixes = tuple(roots)
+
+    def boost(words: Sequence[str], matched: Sequence[str]) -> float:
+        held = set(matched)
+        wanted = [p for p in pairs if keys[p[0]] in held and keys[p[1]] in held]
+        if not wanted:
+            return 0.0
+        hits = [(i, word) for i, word in enumerate(words) if word.startswith(prefixes)]
+        where = [[i for i, word in hits if word.startswith(root)] for root in roots]
+        earned = sum(
+            weight
+            for a, b, weight in wanted
+            if where[a]
+            and where[b]
+            and min(abs(x - y) for x in where[a] for y in where[b]) <= PROXIMITY_WINDOW
+        )
+        return PROXIMITY_WEIGHT * earned / total
+
+    return boost
+
+
+_MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+@functools.cache
+def _date_forms() -> tuple[tuple[re.Pattern[str], tuple[int, int, int]], ...]:
+    """The date forms a query may use, longest first, each with the group numbers of its
+    (year, month, day); 0: the form has no such part. Compiled on first use: most
+    queries hold no digit and never need them."""
+    month = (
+        r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+        r"|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+    )
+    day = r"(\d{1,2})(?:st|nd|rd|th)?"
+    year = r"((?:19|20)\d\d)"
+    forms = (
+        (r"(?<!\d)" + year + r"-(\d\d)-(\d\d)(?!\d)", (1, 2, 3)),  # 2026-03-15
+        (r"(?<![\w-])" + month + r"\s+" + day + r",?\s+" + year + r"(?!\d)", (3, 1, 2)),
+        (r"(?<!\d)" + day + r"\s+(?:of\s+)?" + month + r",?\s+" + year + r"(?!\d)", (3, 2, 1)),
+        (r"(?<!\d)" + year + r"-(\d\d)(?![\d-])", (1, 2, 0)),  # 2026-03
+        (r"(?<![\w-])" + month + r",?\s+" + year + r"(?!\d)", (2, 1, 0)),  # March 2026
+        (r"(?<![\w.:/-])" + year + r"(?![\w.:/-])", (1, 0, 0)),  # in 2026
+    )
+    return tuple((re.compile(pattern, re.IGNORECASE), groups) for pattern, groups in forms)
+
+
+def date_spans(query: str) -> list[tuple[str, str]]:
+    """The periods a query names, as (first, last) days ("YYYY-MM-DD"): a day, widened
+    by DATE_SLACK_DAYS either side (what happened on a day is often written down a few
+    days later, or was planned before), a month or a year. English month names; no
+    relative dates ("last week" depends on when the memory was written, not asked).
+    Text read as a longer date is not read again as a shorter one: "13 October 2023" is
+    one day, not also the year 2023."""
+    if not any(character.isdigit() for character in query):
+        return []
+    from datetime import date, timedelta
+
+    spans: list[tuple[str, str]] = []
+    taken: list[tuple[int, int]] = []
+    for pattern, (y, m, d) in _date_forms():
+        for match in pattern.finditer(query):
+            if any(a < match.end() and match.start() < b for a, b in taken):
+                continue
+            year = int(match[y])
+            month = 1
+            if m:
+                name = match[m].lower()
+                month = int(name) if name.isdigit() else _MONTH_NAMES.index(name[:3]) + 1
+            try:
+                if d:
+                    slack = timedelta(days=DATE_SLACK_DAYS)
+                    named = date(year, month, int(match[d]))
+                    first, last = named - slack, named + slack
+                elif m:
+                    first = date(year, month, 1)
+                    last = date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)
+                else:
+                    first, last = date(year, 1, 1), date(year, 12, 31)
+            except ValueError:  # 2026-13-45, 31 February
+                continue
+            taken.append(match.span())
+            spans.append((first.isoformat(), last.isoformat()))
+    return spans

@@ -1,0 +1,83 @@
+"""Scoring: a candidate's score is relevance x recency x frequency x connectivity
+(concepts.md), and :func:`top_k` keeps the best ones that packing may show.
+
+Relevance comes from search, session context and expansion (recall/relevance.py,
+session_context.py, expansion.py); the other three factors are read here. Ties are
+broken by node ID, so the same store and query always rank the same way.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import sqlite3
+from datetime import datetime
+
+from ..timeparse import to_datetime
+from .candidates import Candidate, degrees
+
+RECENCY_HALF_LIFE_DAYS = 30.0
+RECENCY_FLOOR = 0.5
+
+# A ranked candidate: (score, recency, frequency, connectivity, candidate).
+Scored = tuple[float, float, float, float, Candidate]
+
+
+def recency(recorded_at: str, reference: datetime) -> float:
+    """RECENCY_FLOOR + (1 - RECENCY_FLOOR) x exp(-ln2 x age_days / 30).
+
+    The half-life is concepts.md's; the floor is ours. The temporal mask already keeps
+    out what stopped being true, so what is left is still valid however old it is: a
+    decision taken five months ago must not lose to last week's note that merely
+    mentions the same topic (pure decay would weigh it 1/32). Age still orders near-ties.
+    """
+    age_days = max((reference - to_datetime(recorded_at)).total_seconds() / 86400.0, 0.0)
+    decay = math.exp(-math.log(2) * age_days / RECENCY_HALF_LIFE_DAYS)
+    return RECENCY_FLOOR + (1.0 - RECENCY_FLOOR) * decay
+
+
+def frequency(access_count: int) -> float:
+    return 1.0 + 0.1 * math.log1p(max(access_count, 0))
+
+
+def connectivity(degree: int) -> float:
+    return 1.0 + 0.1 * math.log1p(max(degree, 0))
+
+
+def top_k(
+    conn: sqlite3.Connection, found: dict[str, Candidate], *, reference: datetime, k: int
+) -> list[Scored]:
+    """The ``k`` best candidates by score, best first (ties: by ID), each with its factors.
+
+    Degrees (a hub entity has thousands of edges to count) are looked up only for the
+    best 2 x k by the other three factors; connectivity (at most ~1.7x) then orders them.
+    """
+    # Recency (a date parse) only where it can matter: it is at most 1, so a candidate
+    # whose relevance x frequency is below the 2 x k-th score computed so far cannot
+    # enter the 2 x k best. Visited by that bound, best first; the rest are skipped.
+    bounded = []
+    for candidate in found.values():
+        f = frequency(candidate.access_count)
+        bounded.append((candidate.relevance * f, f, candidate))
+    bounded.sort(key=lambda b: -b[0])
+    partial = []
+    best: list[float] = []  # min-heap of the 2 x k best scores so far
+    for upper, f, candidate in bounded:
+        if len(best) == 2 * k and upper < best[0]:
+            break
+        r = recency(candidate.recorded_at, reference)
+        score = candidate.relevance * r * f
+        partial.append((score, r, f, candidate))
+        if len(best) < 2 * k:
+            heapq.heappush(best, score)
+        elif score > best[0]:
+            heapq.heapreplace(best, score)
+    partial.sort(key=lambda s: (-s[0], s[3].id))
+    partial = partial[: 2 * k]
+    degree = degrees(conn, [p[3].id for p in partial])
+    scored: list[Scored] = []
+    for score, r, f, candidate in partial:
+        c = connectivity(degree.get(candidate.id, 0))
+        scored.append((score * c, r, f, c, candidate))
+    scored.sort(key=lambda s: (-s[0], s[4].id))
+    return scored[:k]

@@ -1,0 +1,264 @@
+"""Search: the nodes whose text matches the query's key terms, each with its relevance.
+
+Rules a reader must not break:
+* User text is data, never FTS5 syntax: every term is quoted (:func:`quote`) before MATCH.
+* Every node row read here passes the temporal mask (recall/mask.py) and the namespace
+  filter, inside the FTS5 scan where one is bounded by a LIMIT, so that another
+  namespace's or a masked node's rows can never crowd out the ones recall may show.
+* Cost is bounded by the rare terms, never by the corpus (see :func:`search`).
+
+How a hit's text is scored is recall/relevance.py; this module finds the hits and reads
+their rows.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from .candidates import NODE_COLUMNS, Candidate, NodeRow
+from .mask import mask_sql
+from .relevance import date_spans, inverse_document_frequency, score_rows, term_weights
+from .terms import content_terms, query_terms
+
+STAGE_LIMIT = 200
+# A key term found in more rows than this is common: it only scores candidates that the
+# rare terms found (see search); PRE_LIMIT candidates are read and scored in full.
+COMMON_DF = 500
+PRE_LIMIT = 150
+PREFIX_LIMIT = 50
+PREFIX_SCAN = 2000
+PREFIX_WEIGHT = 0.3
+
+
+def quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts_stages(text: str) -> list[str]:
+    """The MATCH expressions of the stages, in order: exact phrase, every key term as a
+    prefix, any key term. :func:`search` runs them as term lookups (see there)."""
+    terms = query_terms(text)
+    if not terms:
+        return []
+    keys = content_terms(terms)
+    stages = [quote(" ".join(terms))]
+    stages.append(" ".join(quote(t) + "*" for t in keys))
+    if len(keys) > 1:
+        stages.append(" OR ".join(quote(t) for t in keys))
+    return list(dict.fromkeys(stages))
+
+
+def search(
+    conn: sqlite3.Connection,
+    namespace: str,
+    query: str,
+    *,
+    as_of: str | None,
+    kinds: Sequence[str] | None,
+    want: int,
+    apply_mask: bool = True,
+) -> dict[str, Candidate]:
+    """Find and score the nodes that match the query's key terms.
+
+    The three stages of concepts.md (phrase, all terms, any term) are folded into one
+    score instead of being tried as tiers: a node's relevance is the summed IDF of the
+    key terms it contains, times the share of key terms it contains (so a node with all
+    of them outranks one with a single rare word, as the all-terms stage intended),
+    times BM25's length normalisation, times PHRASE_BOOST when it holds the query as a
+    phrase. Relevance is normalised so the best hit has 1.0.
+
+    Cost is bounded by the rare terms, never by the corpus: each key term's posting list
+    is read up to COMMON_DF rows. Rare terms (at most COMMON_DF rows) propose the
+    candidates; a common term only adds to the score of candidates that contain it (an
+    ``AND`` restricted to them), so a question full of frequent words never makes FTS5
+    score every row. When no key term is rare, the newest rows holding all (else any) of
+    them are the candidates. The prefix stage (``term*``) still runs when the exact terms
+    found fewer than ``want`` nodes; its hits score at PREFIX_WEIGHT.
+    """
+    terms = query_terms(query)
+    keys = content_terms(terms)
+    if not keys:
+        return {}
+    total = max(int(conn.execute("SELECT max(seq) FROM mem_nodes").fetchone()[0] or 0), 1)
+    postings: dict[str, set[int]] = {}
+    common: list[str] = []
+    for key in keys:
+        rows = conn.execute(
+            "SELECT rowid FROM mem_fts WHERE mem_fts MATCH ? LIMIT ?",
+            (quote(key), COMMON_DF + 1),
+        ).fetchall()
+        if len(rows) > COMMON_DF:
+            common.append(key)
+        elif rows:
+            postings[key] = {row[0] for row in rows}
+    idf = {key: inverse_document_frequency(total, len(rows)) for key, rows in postings.items()}
+    idf.update(
+        {key: inverse_document_frequency(total, max(COMMON_DF + 1, total // 10)) for key in common}
+    )
+    if postings:
+        members = postings
+    elif common:
+        members = {"": _newest_common(conn, common, namespace, _filters(as_of, kinds, apply_mask))}
+    else:
+        members = {}
+    found = _read_and_score(
+        conn,
+        namespace,
+        members,
+        common,
+        idf,
+        len(keys),
+        terms,
+        as_of=as_of,
+        kinds=kinds,
+        apply_mask=apply_mask,
+        spans=date_spans(query),
+    )
+    if len(found) < want:
+        # Not for common terms: FTS5 merges the posting lists of every word a prefix
+        # matches before it returns a row, so "log"* costs ~0.5 s at 1M nodes, and the
+        # exact word already brought plenty of rows.
+        rare = [key for key in keys if key not in common]
+        _prefix_stage(conn, namespace, rare, found, as_of=as_of, kinds=kinds, apply_mask=apply_mask)
+    return found
+
+
+def _newest_common(
+    conn: sqlite3.Connection,
+    common: list[str],
+    namespace: str,
+    filters: tuple[str, list[str]],
+) -> set[int]:
+    """Every key term is common: the newest rows that hold all of them (else any), among
+    the rows the namespace, mask and kinds admit (filtered here, not after the LIMIT, so
+    another namespace's newer rows cannot crowd this one's out)."""
+    mask, mask_params = filters
+    rows: list[tuple[int]] = []
+    for joiner in (" AND ", " OR "):
+        rows = conn.execute(
+            "SELECT mem_fts.rowid FROM mem_fts JOIN mem_nodes n ON n.seq = mem_fts.rowid "
+            f"WHERE mem_fts MATCH ? AND n.namespace = ? AND {mask} "
+            "ORDER BY mem_fts.rowid DESC LIMIT ?",
+            [joiner.join(quote(key) for key in common), namespace, *mask_params, PRE_LIMIT],
+        ).fetchall()
+        if rows or len(common) == 1:
+            break
+    return {row[0] for row in rows}
+
+
+def _filters(
+    as_of: str | None, kinds: Sequence[str] | None, apply_mask: bool
+) -> tuple[str, list[str]]:
+    mask, params = mask_sql(as_of) if apply_mask else ("n.tombstoned = 0", [])
+    if kinds:
+        mask += f" AND n.kind IN ({','.join('?' * len(kinds))})"
+        params = [*params, *kinds]
+    return mask, params
+
+
+def _read_and_score(
+    conn: sqlite3.Connection,
+    namespace: str,
+    members: dict[str, set[int]],
+    common: list[str],
+    idf: dict[str, float],
+    key_count: int,
+    terms: list[str],
+    *,
+    as_of: str | None,
+    kinds: Sequence[str] | None,
+    apply_mask: bool,
+    spans: Sequence[tuple[str, str]] = (),
+) -> dict[str, Candidate]:
+    """Read and score the candidates. ``members`` maps each rare key term to the rows
+    holding it (key "" for candidates that hold no rare term); only the PRE_LIMIT best
+    by their rare terms are read (masked, in the namespace, of the kinds asked for) and
+    scored by their text (recall/relevance.py), which is where common terms are looked
+    for."""
+    matched: dict[int, list[str]] = {}
+    for key, rowids in members.items():
+        for rowid in rowids:
+            keys = matched.setdefault(rowid, [])
+            if key:
+                keys.append(key)
+    if not matched:
+        return {}
+
+    first = term_weights(matched, idf, key_count)
+    # Best first, ties newest first: plain tuples sort without a Python key function.
+    ordered = [-r for _, r in sorted([(-score, -r) for r, score in first.items()])]
+    mask, mask_params = _filters(as_of, kinds, apply_mask)
+    rows: list[NodeRow] = []
+    for start in range(0, len(ordered), PRE_LIMIT):
+        if len(rows) >= PRE_LIMIT:
+            break
+        chunk = ordered[start : start + PRE_LIMIT]
+        rows += conn.execute(
+            f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.seq IN "
+            f"({','.join('?' * len(chunk))}) AND +n.namespace = ? AND {mask}",
+            [*chunk, namespace, *mask_params],
+        ).fetchall()
+    if not rows:
+        return {}
+    rows.sort(key=lambda row: -first[row[8]])
+    rows = rows[:PRE_LIMIT]
+    return score_rows(rows, matched, common, idf, key_count, terms, spans)
+
+
+def _prefix_stage(
+    conn: sqlite3.Connection,
+    namespace: str,
+    keys: list[str],
+    found: dict[str, Candidate],
+    *,
+    as_of: str | None,
+    kinds: Sequence[str] | None,
+    apply_mask: bool,
+) -> None:
+    """``term*`` for every key term of three letters or more, ranked by bm25() among the
+    newest PREFIX_SCAN rows the prefixes match (all of them, below that)."""
+    prefixes = [key for key in keys if len(key) >= 3]
+    if not prefixes:
+        return
+    mask, mask_params = _filters(as_of, kinds, apply_mask)
+    expression = " OR ".join(quote(key) + "*" for key in prefixes)
+    # Bounded: a prefix matches every word it starts ("own"* is "owner" in 9 000 rows at
+    # 1M nodes) and bm25() over all of them cost ~50 ms; the newest PREFIX_SCAN are
+    # scored instead. Then only the best are read from mem_nodes and masked (more when
+    # the mask drops too many), not every match. Ties: newest first.
+    # The namespace, mask and kinds filter inside the scan, so the newest PREFIX_SCAN
+    # are this namespace's and not crowded out by another's.
+    ranked = conn.execute(
+        "SELECT mem_fts.rowid, bm25(mem_fts) FROM mem_fts "
+        "JOIN mem_nodes n ON n.seq = mem_fts.rowid "
+        f"WHERE mem_fts MATCH ? AND n.namespace = ? AND {mask} "
+        "ORDER BY mem_fts.rowid DESC LIMIT ?",
+        [expression, namespace, *mask_params, PREFIX_SCAN],
+    ).fetchall()
+    ranked.sort(key=lambda hit: (hit[1], -hit[0]))
+    rank_of = dict(ranked)
+    rows: list[Any] = []
+    start, step = 0, 2 * PREFIX_LIMIT
+    while start < len(ranked) and len(rows) < PREFIX_LIMIT:
+        chunk = [seq for seq, _ in ranked[start : start + step]]
+        start, step = start + step, step * 4
+        rows += [
+            (*row, rank_of[row[8]])
+            for row in conn.execute(
+                f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.seq IN "
+                f"({','.join('?' * len(chunk))}) AND +n.namespace = ? AND {mask}",
+                [*chunk, namespace, *mask_params],
+            )
+        ]
+    rows.sort(key=lambda row: (row[9], -row[8]))
+    rows = rows[:PREFIX_LIMIT]
+    new_rows = [row for row in rows if row[0] not in found]
+    if not new_rows:
+        return
+    best = max(-row[9] for row in new_rows) or 1.0
+    for row in new_rows:
+        relevance = PREFIX_WEIGHT * max(-row[9], 0.0) / best if best > 0 else PREFIX_WEIGHT
+        node: NodeRow = tuple(row[:9])
+        found[row[0]] = Candidate(*node, relevance=max(relevance, 1e-6), via="search")

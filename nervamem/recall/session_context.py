@@ -1,0 +1,113 @@
+"""Session context: what was recorded just before and after a search hit in its session
+(see :func:`session_context`).
+
+Every row read here passes the temporal mask (recall/mask.py) and the namespace filter;
+a session's rows are read by a few primary keys per hit, never the whole session.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from .candidates import NODE_COLUMNS, Candidate, NodeRow, sessions_of
+from .mask import mask_sql
+from .questions import QUESTION_FORWARD, asks
+
+CONTEXT_SEEDS = 20
+CONTEXT_WINDOW = 2
+CONTEXT_SPAN = 4
+CONTEXT_WEIGHT = 0.5
+CONTEXT_DECAY = 0.5
+CONTEXT_BEFORE = 0.7
+SESSION_WEIGHT = 0.5
+
+
+def session_context(
+    conn: sqlite3.Connection,
+    namespace: str,
+    found: dict[str, Candidate],
+    *,
+    as_of: str | None,
+    kinds: Sequence[str] | None,
+) -> dict[str, Candidate]:
+    """Context from the same session: what was recorded just before and after a hit.
+
+    A session is one task, and what is stored next to a memory in it is usually its
+    context: the question a reply answers, the action that followed a decision. Each of
+    the CONTEXT_SEEDS best hits passes ``CONTEXT_WEIGHT x decay^(d-1)`` of its relevance
+    to the memories up to CONTEXT_WINDOW places after it in its session (d = distance),
+    and CONTEXT_BEFORE times that to those before it; hits receive it too, so a hit with
+    relevant neighbours outranks a lone one. Then each candidate's score is raised by
+    SESSION_WEIGHT x (its session's summed hit relevance / the best session's), so the
+    task that matches the query most is preferred. Reads only a few rows per seed by
+    primary key; never a whole session, so a long session cannot flood the result.
+
+    A question is answered by what follows it: a hit that asks one (:func:`asks`) passes
+    QUESTION_FORWARD times the usual share to the memory right after it (and the
+    pipeline weighs every candidate that asks one QUESTION_DAMP, after expansion, with or
+    without hops: recall/questions.py, where the reasons are).
+    """
+    seeds = sorted(found.values(), key=lambda c: -c.relevance)[:CONTEXT_SEEDS]
+    if not seeds:
+        return found
+    wanted = sorted({c.seq + d for c in seeds for d in range(-CONTEXT_SPAN, CONTEXT_SPAN + 1)})
+    mask, mask_params = mask_sql(as_of)
+    rows = conn.execute(
+        f"SELECT {NODE_COLUMNS}, e.dst FROM mem_nodes n JOIN mem_edges e "
+        "ON e.src = n.id AND e.kind = 'OCCURRED_IN' "
+        f"WHERE n.seq IN ({','.join('?' * len(wanted))}) AND +n.namespace = ? AND {mask}",
+        [*wanted, namespace, *mask_params],
+    ).fetchall()
+    by_session: dict[str, list[NodeRow]] = {}
+    session_of: dict[str, str] = {}
+    for row in rows:
+        by_session.setdefault(row[-1], []).append(row[:-1])
+        session_of[row[0]] = row[-1]
+    for members in by_session.values():
+        members.sort(key=lambda r: r[8])
+    gained: dict[str, float] = {}
+    rows_by_id: dict[str, NodeRow] = {}
+    for seed in seeds:
+        session = session_of.get(seed.id)
+        if session is None:
+            continue
+        members = by_session[session]
+        place = next(i for i, r in enumerate(members) if r[0] == seed.id)
+        for index, row in enumerate(members):
+            distance = index - place
+            if distance == 0 or abs(distance) > CONTEXT_WINDOW:
+                continue
+            if abs(row[8] - seed.seq) > CONTEXT_SPAN:
+                continue
+            share = CONTEXT_WEIGHT * CONTEXT_DECAY ** (abs(distance) - 1) * seed.relevance
+            if distance < 0:
+                share *= CONTEXT_BEFORE
+            elif distance == 1 and asks(seed.content):
+                share *= QUESTION_FORWARD
+            gained[row[0]] = gained.get(row[0], 0.0) + share
+            rows_by_id[row[0]] = row
+    result = dict(found)
+    base = {node_id: c.relevance for node_id, c in found.items()}
+    for node_id, extra in gained.items():
+        if node_id in result:
+            result[node_id].relevance += extra
+        elif not kinds or rows_by_id[node_id][1] in kinds:
+            result[node_id] = Candidate(*rows_by_id[node_id], relevance=extra, via="context")
+    # Sessions of every candidate (hits outside the fetched windows included).
+    missing = [node_id for node_id in result if node_id not in session_of]
+    session_of.update(sessions_of(conn, missing))
+    weight: dict[str, float] = {}
+    for node_id, relevance in base.items():
+        session = session_of.get(node_id)
+        if session:
+            weight[session] = weight.get(session, 0.0) + relevance
+    top = max(weight.values(), default=0.0)
+    for node_id, candidate in result.items():
+        session = session_of.get(node_id)
+        if session and top > 0:
+            candidate.relevance *= 1.0 + SESSION_WEIGHT * weight.get(session, 0.0) / top
+    best = max(c.relevance for c in result.values())
+    for candidate in result.values():
+        candidate.relevance = max(candidate.relevance / best, 1e-6)
+    return result
