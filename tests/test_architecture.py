@@ -1,0 +1,84 @@
+"""The package's import rules that import-linter cannot state (pyproject.toml holds the
+layer contracts, which `lint-imports` checks in .ci/run): no module of nervamem uses an
+underscore name of another module, so a module's private helpers can change without
+breaking anyone, and every module's public names are its interface."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "nervamem"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _resolve(module: str, level: int, current: str, is_package: bool) -> str:
+    if level == 0:
+        return module
+    base = current.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def foreign_private_uses(source: str, current: str, is_package: bool) -> list[str]:
+    """``from other import _name`` and ``other_module._name`` in one module's source."""
+    tree = ast.parse(source)
+    found: list[str] = []
+    imported_modules: dict[str, str] = {}  # local name -> nervamem module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = _resolve(node.module or "", node.level, current, is_package)
+            if not target.startswith("nervamem"):
+                continue
+            for alias in node.names:
+                if _private(alias.name) and target != current:
+                    found.append(f"from {target} import {alias.name}")
+                imported_modules[alias.asname or alias.name] = f"{target}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("nervamem"):
+                    imported_modules[alias.asname or alias.name] = alias.name
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in imported_modules
+            and _private(node.attr)
+        ):
+            found.append(f"{imported_modules[node.value.id]}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_underscore_names() -> None:
+    problems = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        uses = foreign_private_uses(
+            path.read_text(encoding="utf-8"), _module_name(path), path.name == "__init__.py"
+        )
+        if uses:
+            problems[str(path.relative_to(PACKAGE.parent))] = uses
+    assert problems == {}
+
+
+def test_the_check_sees_both_forms_of_use() -> None:
+    source = (
+        "from .store import _check_text\n"
+        "from . import writing\n"
+        "from .ids import make_id\n"
+        "writing._Pending()\n"
+        "make_id._private_attr\n"
+    )
+    assert sorted(foreign_private_uses(source, "nervamem.bulk", False)) == [
+        "from nervamem.store import _check_text",
+        "nervamem.ids.make_id._private_attr",
+        "nervamem.writing._Pending",
+    ]
