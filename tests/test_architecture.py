@@ -82,3 +82,27 @@ def test_the_check_sees_both_forms_of_use() -> None:
         "nervamem.ids.make_id._private_attr",
         "nervamem.writing._Pending",
     ]
+
+
+def _check_values(schema: str, column: str) -> list[str]:
+    import re
+
+    match = re.search(rf"{column}\s+TEXT\s+NOT NULL CHECK \({column} IN \(([^)]*)\)\)", schema)
+    assert match, f"no CHECK on {column}"
+    return re.findall(r"'([A-Za-z_]+)'", match.group(1))
+
+
+def test_node_and_edge_kinds_are_declared_once_and_the_schema_agrees() -> None:
+    """kinds.py declares the kinds; the schema's CHECKs, the ID prefixes and recall's
+    sections must name exactly those (a kind added in one place only fails here)."""
+    from nervamem.ids import KIND_PREFIX
+    from nervamem.kinds import EDGE_KINDS, NODE_KINDS
+    from nervamem.recall.packing import SECTIONS
+
+    schema = (PACKAGE / "storage" / "schema.sql").read_text(encoding="utf-8")
+    nodes_table = schema[schema.index("CREATE TABLE mem_nodes") :]
+    edges_table = schema[schema.index("CREATE TABLE mem_edges") :]
+    assert sorted(_check_values(nodes_table, "kind")) == sorted(NODE_KINDS)
+    assert sorted(_check_values(edges_table, "kind")) == sorted(EDGE_KINDS)
+    assert sorted(KIND_PREFIX) == sorted(NODE_KINDS)
+    assert sorted(kind for kind, _ in SECTIONS) == sorted(NODE_KINDS)
