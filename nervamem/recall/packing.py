@@ -27,9 +27,10 @@ property of the exact text, so what chooses the items must measure the very char
 that are printed, piece by piece while it packs and whole at the end. The layout
 functions below (header, section heading, item line, provenance line) are the only
 place that text is spelled, and :func:`pack` charges each item the pieces they return.
-render/ passes ``RecallResult.markdown`` through unchanged (its escaping finds nothing
-left to escape); spelling the lines there would make recall import a renderer, or let
-two copies of the layout drift apart while the budget measured only one of them.
+The Markdown renderer prints ``RecallResult.markdown`` as built (its escaping finds
+nothing left to escape; the table renderer shows it through Rich); spelling the lines in
+render/ would make recall import a renderer, or let two copies of the layout drift
+apart while the budget measured only one of them.
 """
 
 from __future__ import annotations

@@ -2,9 +2,11 @@
 
 Rules a reader must not break:
 * User text is data, never FTS5 syntax: every term is quoted (:func:`quote`) before MATCH.
-* Every node row read here passes the temporal mask (recall/mask.py) and the namespace
-  filter, inside the FTS5 scan where one is bounded by a LIMIT, so that another
-  namespace's or a masked node's rows can never crowd out the ones recall may show.
+* Every node row read here passes the namespace filter and the temporal mask
+  (recall/mask.py; the timeline asks for none, ``apply_mask=False``, and still never
+  sees a tombstoned node). Where an FTS5 scan picks the newest rows up to a LIMIT,
+  the filters are inside the scan, so that another namespace's or a masked node's
+  rows never crowd out the ones recall may show.
 * Cost is bounded by the rare terms, never by the corpus (see :func:`search`).
 
 How a hit's text is scored is recall/relevance.py; this module finds the hits and reads
