@@ -37,7 +37,6 @@ from . import forgetting, nodes
 from .errors import BadInputError
 from .models import Node
 from .storage import rows
-from .visible import visible
 
 if TYPE_CHECKING:
     from .storage.sqlite import Storage
@@ -100,24 +99,6 @@ class ConsolidationResult:
     sessions: tuple[str, ...]
     tombstoned: tuple[str, ...]
     duplicates: tuple[TombstonedNode, ...]
-
-    @property
-    def markdown(self) -> str:
-        jobs = self.jobs_processed
-        if self.dry_run:
-            head = f"## Consolidation dry run ({self.strategy}): {jobs} pending job"
-            head += f"{'' if jobs == 1 else 's'}, {len(self.tombstoned)} would be tombstoned"
-        else:
-            head = f"## Consolidation ({self.strategy}): {jobs} job{'' if jobs == 1 else 's'} "
-            head += f"processed, {len(self.tombstoned)} tombstoned"
-        lines = [head]
-        if self.duplicates:
-            lines.append("")
-        for dup in self.duplicates:
-            lines.append(
-                f"- [{dup.short_id}] duplicate of [{dup.duplicate_of_short}] ({dup.reason})"
-            )
-        return visible("\n".join(lines) + "\n")
 
 
 def word_set(text: str) -> frozenset[str]:

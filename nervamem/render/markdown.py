@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..visible import one_line, visible
 
 if TYPE_CHECKING:  # annotations only: `store` prints an ID without building the models
+    from ..consolidate import ConsolidationResult
     from ..models import (
         CurrentContext,
         ForgetResult,
@@ -77,7 +78,22 @@ def _render(view: str, payload: Any) -> str:
         from .code_markdown import VIEWS  # here: only the code commands load it
 
         return VIEWS[view](payload)
-    custom = getattr(payload, "markdown", None)
-    if isinstance(custom, str):
-        return custom
+    if view == "consolidate":
+        return _consolidation(payload)
     raise ValueError(f"no markdown renderer for {view}")
+
+
+def _consolidation(result: ConsolidationResult) -> str:
+    jobs = result.jobs_processed
+    if result.dry_run:
+        head = f"## Consolidation dry run ({result.strategy}): {jobs} pending job"
+        head += f"{'' if jobs == 1 else 's'}, {len(result.tombstoned)} would be tombstoned"
+    else:
+        head = f"## Consolidation ({result.strategy}): {jobs} job{'' if jobs == 1 else 's'} "
+        head += f"processed, {len(result.tombstoned)} tombstoned"
+    lines = [head]
+    if result.duplicates:
+        lines.append("")
+    for dup in result.duplicates:
+        lines.append(f"- [{dup.short_id}] duplicate of [{dup.duplicate_of_short}] ({dup.reason})")
+    return "\n".join(lines) + "\n"

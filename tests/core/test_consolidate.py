@@ -23,6 +23,7 @@ from nervamem.consolidate import (
     load_consolidator,
     word_set,
 )
+from nervamem.render.markdown import render
 
 TEN = "alpha beta gamma delta epsilon zeta eta theta iota kappa"
 NINE = "alpha beta gamma delta epsilon zeta eta theta iota"
@@ -174,7 +175,7 @@ def test_empty_session_job_is_consumed(store: MemoryStore) -> None:
 
 def test_markdown_reports_what_was_tombstoned(store: MemoryStore) -> None:
     _session(store, "ship it on friday", "ship it on friday")
-    text = store.consolidate(dry_run=True).markdown
+    text = render("consolidate", store.consolidate(dry_run=True))
     assert text.startswith("## Consolidation dry run (rule-based): 1 pending job, 1 would be")
     assert "duplicate of" in text and "jaccard 1.00 > 0.9" in text
 
