@@ -25,11 +25,19 @@ def forget(storage: Storage, ref: str, *, purge: bool = False) -> ForgetResult:
     node_id = nodes.resolve_id(storage, ref)
     if not purge:
         with storage.transaction():
+            already = is_tombstoned(storage, node_id)
             tombstone(storage, node_id)
             forget_active_session(storage, node_id)
-        return ForgetResult(id=node_id, purged=False)
+        return ForgetResult(id=node_id, purged=False, already=already)
     removed = purge_node(storage, node_id)
     return ForgetResult(id=node_id, purged=True, removed=removed)
+
+
+def is_tombstoned(storage: Storage, node_id: str) -> bool:
+    row = storage.connection.execute(
+        "SELECT tombstoned FROM mem_nodes WHERE id = ?", (node_id,)
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def tombstone(storage: Storage, node_id: str) -> None:

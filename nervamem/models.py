@@ -113,6 +113,8 @@ class ForgetResult:
     purged: bool
     # Purge only: entity nodes that existed only because the purged memory named them.
     removed: tuple[str, ...] = ()
+    # Tombstone only: it was forgotten before, so this call changed nothing.
+    already: bool = False
 
 
 @dataclass(frozen=True)

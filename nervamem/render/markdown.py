@@ -62,7 +62,8 @@ def _render(view: str, payload: Any) -> str:
         return _stats(payload)
     if view == "forget":
         result: ForgetResult = payload
-        lines = [f"{'purged' if result.purged else 'forgot'} {result.id}"]
+        verb = "purged" if result.purged else "already forgotten" if result.already else "forgot"
+        lines = [f"{verb} {result.id}"]
         lines += [f"purged {entity} (an entity only it named)" for entity in result.removed]
         return "\n".join(lines) + "\n"
     if view == "ns_list":

@@ -178,6 +178,22 @@ def test_session_and_forget_formats(cli: Run, snapshot: Any, fmt: str) -> None:
     assert [r.stdout for r in outputs] == snapshot
 
 
+def test_forgetting_twice_says_it_already_was(cli: Run) -> None:
+    node_id = cli("store", "fact", "temporary").stdout.strip()
+    first = cli("forget", node_id, "-f", "json")
+    again = cli("forget", node_id)
+    again_json = cli("forget", node_id, "-f", "json")
+    assert [r.exit_code for r in (first, again, again_json)] == [0, 0, 0]
+    assert json.loads(first.stdout)["already"] is False
+    assert again.stdout == f"already forgotten {node_id}\n"
+    assert json.loads(again_json.stdout) == {
+        "id": node_id,
+        "purged": False,
+        "removed": [],
+        "already": True,
+    }
+
+
 def test_init_is_idempotent(cli: Run, tmp_path: Path) -> None:
     target = tmp_path / "proj" / "m.db"
     first = cli("--db", str(target), "init", "-f", "json")
@@ -321,7 +337,12 @@ def test_short_ids_shown_by_recall_work_as_arguments(cli: Run, seeded: dict[str,
     timeline = json.loads(cli("timeline", "auth", "--format", "json").stdout)["items"]
     assert {i["id"]: i["superseded_by"] for i in timeline}[fact] == newer.stdout.strip()
     forgot = cli("forget", short[seeded["new"]].upper(), "--format", "json")
-    assert json.loads(forgot.stdout) == {"id": seeded["new"], "purged": False, "removed": []}
+    assert json.loads(forgot.stdout) == {
+        "id": seeded["new"],
+        "purged": False,
+        "removed": [],
+        "already": False,
+    }
 
 
 @pytest.mark.parametrize("ref", ["f-123", "x-1234", "f-12ab-", "f-" + "1" * 17])
