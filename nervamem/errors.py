@@ -15,6 +15,8 @@ class ExitCode(IntEnum):
     STORE_UNAVAILABLE = 1
     BAD_INPUT = 2
     NOT_FOUND = 3
+    # Not an error: 'verify-staleness --exit-code' found stale memories and printed them.
+    STALE = 5
 
 
 class NervamemError(Exception):

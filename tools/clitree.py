@@ -231,6 +231,7 @@ EXIT_STATUS: tuple[tuple[int, str], ...] = (
         "forget --purge without --yes when no one can be asked.",
     ),
     (3, "Not found or ambiguous: an ID that matches no node, or several."),
+    (5, "Stale memories found, only with verify-staleness --exit-code; the report is printed."),
 )
 
 FILES: tuple[tuple[str, str], ...] = (

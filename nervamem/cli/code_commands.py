@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ..errors import ExitCode
 from ..render import emit
 from .edge import NervamemGroup
 from .options import CONTEXT_SETTINGS, FormatOption, NsOption, open_store, output_format
@@ -83,22 +84,36 @@ def code_to(
 
 
 def verify_staleness(
-    ctx: typer.Context, namespace: NsOption = None, fmt: FormatOption = None
+    ctx: typer.Context,
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+    exit_code: Annotated[
+        bool,
+        typer.Option(
+            "--exit-code",
+            help="Exit with status 5 when any memory is stale (the report is printed as usual).",
+        ),
+    ] = False,
 ) -> None:
     """Check every anchored memory against the source as it is now.
 
     A memory is stale when the code under it was removed ("symbol removed", "file
     missing", "file does not parse") or changed since it was anchored ("source changed").
-    The source files are re-read, so no fresh 'code index' is needed.
+    The source files are re-read, so no fresh 'code index' is needed. With --exit-code
+    the status is 5 when anything is stale, 0 when nothing is, so a script or CI job can
+    branch on it.
 
     \b
     Example:
       nervamem verify-staleness --format json
+      nervamem verify-staleness --exit-code || echo "some memories are stale"
     """
     output = output_format(ctx, fmt)
     with open_store(ctx, namespace) as memory:
         result = memory.verify_staleness()
     emit("verify_staleness", result, output)
+    if exit_code and result.stale:
+        raise typer.Exit(int(ExitCode.STALE))
 
 
 def register(app: typer.Typer) -> None:

@@ -213,6 +213,21 @@ def test_verify_staleness_json_contract(cli: Run, anchored: dict[str, str], repo
     ]
 
 
+def test_verify_staleness_exit_code_is_5_only_when_something_is_stale(
+    cli: Run, anchored: dict[str, str], repo: Path
+) -> None:
+    fresh = cli("verify-staleness", "--exit-code", "--format", "json")
+    assert fresh.exit_code == 0, fresh.stderr
+    assert json.loads(fresh.stdout)["stale"] == []
+    (repo / "pkg" / "storage.py").unlink()
+    without_flag = cli("verify-staleness", "--format", "json")
+    stale = cli("verify-staleness", "--exit-code", "--format", "json")
+    assert without_flag.exit_code == 0
+    assert stale.exit_code == 5
+    assert stale.stdout == without_flag.stdout and stale.stderr == ""
+    assert json.loads(stale.stdout)["stale"][0]["id"] == anchored["save"]
+
+
 def test_table_renderings_work(cli: Run, anchored: dict[str, str]) -> None:
     ids = anchored
     for args in (
