@@ -4,11 +4,13 @@ the renderer of the chosen format."""
 
 # No "from __future__ import annotations" here: Typer reads these signatures on every
 # call, and string annotations would make it eval() each one again (~3 ms a call).
+import sys
 from typing import Annotated
 
 import typer
 
 from ..render import emit
+from ..visible import visible
 from .edge import NervamemGroup
 from .options import (
     CONTEXT_SETTINGS,
@@ -64,14 +66,24 @@ def ns_switch(
 ) -> None:
     """Make NAME the active namespace (this ends the active session's scope).
 
+    A namespace needs no creating: when NAME holds no memories yet, a note on stderr
+    says so, in case the name was mistyped.
+
     \b
     Example:
       nervamem ns switch project_b
     """
     output = output_format(ctx, fmt)
     with open_store(ctx) as memory:
+        populated = {info.name for info in memory.list_namespaces() if info.nodes}
         result = memory.switch_namespace(name)
     emit("ns_switch", result, output)
+    if result.namespace not in populated:
+        # A mistyped name would otherwise start an empty namespace without a word; on
+        # stderr, so a script reading stdout sees the same output as before.
+        sys.stderr.write(
+            f"nervamem: namespace '{visible(result.namespace)}' is new (no memories yet)\n"
+        )
 
 
 def ns_list(ctx: typer.Context, fmt: FormatOption = None) -> None:

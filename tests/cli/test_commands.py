@@ -165,6 +165,19 @@ def test_ns_commands_formats(cli: Run, seeded: dict[str, str], snapshot: Any, fm
     assert (switched.stdout, listed.stdout, current.stdout) == snapshot
 
 
+def test_switching_to_a_new_namespace_says_so_on_stderr(cli: Run) -> None:
+    cli("store", "fact", "in the default namespace")
+    new = cli("ns", "switch", "project_b")
+    assert new.exit_code == 0
+    assert new.stdout == "namespace: project_b\nsession: -\n"
+    assert new.stderr == "nervamem: namespace 'project_b' is new (no memories yet)\n"
+    cli("store", "fact", "now project_b has one")
+    cli("ns", "switch", "default")
+    back = cli("ns", "switch", "project_b")
+    assert back.exit_code == 0 and back.stderr == ""
+    assert back.stdout == new.stdout
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_session_and_forget_formats(cli: Run, snapshot: Any, fmt: str) -> None:
     started = cli("session", "start", "x", "--format", fmt)
