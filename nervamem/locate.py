@@ -1,8 +1,8 @@
 """Where the store lives, and the code graph beside it.
 
 Order (cli.md): an explicit path (``--db`` / ``MemoryStore(db_path)``), then
-``NERVAPACK_MEMORY_DB``, then ``.nervapack/memory.db`` found walking up from the working
-directory, then ``~/.nervapack/memory.db``.
+``NERVAMEM_DB``, then ``NERVAPACK_MEMORY_DB``, then ``.nervapack/memory.db`` found
+walking up from the working directory, then ``~/.nervapack/memory.db``.
 
 A path that cannot name a store file (blank, ending in a separator, ``~user`` of no such
 user) is bad input (exit 2); no home folder for the default store is an unusable store
@@ -17,6 +17,9 @@ from pathlib import Path
 from .errors import BadInputError, StoreError
 
 ENV_DB = "NERVAPACK_MEMORY_DB"
+# The name that matches every other NERVAMEM_ variable; it wins over ENV_DB, which stays
+# read so that stores shared with NervaPack keep working.
+ENV_DB_NERVAMEM = "NERVAMEM_DB"
 STORE_DIR = ".nervapack"
 STORE_FILE = "memory.db"
 GRAPH_FILE = "graph.graphml"
@@ -70,10 +73,15 @@ def find_project_store(start: Path | None = None) -> Path | None:
 def resolve_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     if explicit is not None:
         return given_path(os.fspath(explicit), "the store path")
-    from_env = os.environ.get(ENV_DB)
-    if from_env:  # set but empty counts as unset, as for any variable
-        return given_path(from_env, ENV_DB)
+    for variable in (ENV_DB_NERVAMEM, ENV_DB):
+        from_env = os.environ.get(variable)
+        if from_env:  # set but empty counts as unset, as for any variable
+            return given_path(from_env, variable)
     return find_project_store() or home_store()
+
+
+def store_path_in_environment() -> bool:
+    return any(os.environ.get(variable) for variable in (ENV_DB_NERVAMEM, ENV_DB))
 
 
 def given_path(text: str, source: str) -> Path:

@@ -48,6 +48,7 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     for name in (
         "NERVAPACK_MEMORY_DB",
+        "NERVAMEM_DB",
         "NERVAMEM_FORMAT",
         "NERVAMEM_TOKENIZER",
         "NERVAMEM_DEBUG",

@@ -189,9 +189,14 @@ def _dedent(lines: tuple[str, ...]) -> list[str]:
 # docs/exit-codes.md, and that every exit code in nervamem.errors.ExitCode is described.
 ENVIRONMENT: tuple[tuple[str, str], ...] = (
     (
+        "NERVAMEM_DB",
+        "Path of the store when --db is not given; wins over NERVAPACK_MEMORY_DB.",
+    ),
+    (
         "NERVAPACK_MEMORY_DB",
-        "Path of the store when --db is not given (before .nervapack/memory.db found "
-        "walking up from the working directory, and ~/.nervapack/memory.db).",
+        "Path of the store when neither --db nor NERVAMEM_DB is given (before "
+        ".nervapack/memory.db found walking up from the working directory, and "
+        "~/.nervapack/memory.db).",
     ),
     (
         "NERVAMEM_FORMAT",

@@ -4,7 +4,6 @@ the result to the renderer of the chosen format."""
 
 # No "from __future__ import annotations" here: Typer reads these signatures on every
 # call, and string annotations would make it eval() each one again (~3 ms a call).
-import os
 import sys
 from typing import Annotated
 
@@ -62,11 +61,11 @@ def init(
       nervamem init --global   # ~/.nervapack/memory.db
     """
     from ..locate import (
-        ENV_DB,
         STORE_DIR,
         STORE_FILE,
         home_store,
         resolve_db_path,
+        store_path_in_environment,
         working_folder,
     )
     from ..models import InitResult
@@ -75,7 +74,7 @@ def init(
     output = output_format(ctx, fmt)
     if global_:
         target = home_store()
-    elif settings.db is not None or os.environ.get(ENV_DB):
+    elif settings.db is not None or store_path_in_environment():
         target = resolve_db_path(settings.db)  # refuses a blank path or a folder's
     else:
         target = working_folder() / STORE_DIR / STORE_FILE

@@ -50,7 +50,7 @@ def root(
         str | None,
         typer.Option(
             "--db",
-            help="Store file (else NERVAPACK_MEMORY_DB, .nervapack/memory.db upwards, "
+            help="Store file (else NERVAMEM_DB, NERVAPACK_MEMORY_DB, .nervapack/memory.db upwards, "
             "~/.nervapack/memory.db).",
         ),
     ] = None,

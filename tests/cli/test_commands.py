@@ -215,6 +215,18 @@ def test_init_is_idempotent(cli: Run, tmp_path: Path) -> None:
     assert json.loads(second.stdout)["created"] is False
 
 
+def test_nervamem_db_wins_over_nervapack_memory_db(cli: Run, db_path: Path, tmp_path: Path) -> None:
+    newer = tmp_path / "newer" / "m.db"
+    # The cli fixture sets NERVAPACK_MEMORY_DB to db_path.
+    init = cli("init", "-f", "json", env={"NERVAMEM_DB": str(newer)})
+    assert json.loads(init.stdout)["db_path"] == str(newer.resolve())
+    stored = cli("store", "fact", "kept in the newer store", env={"NERVAMEM_DB": str(newer)})
+    assert stored.exit_code == 0, stored.stderr
+    assert newer.is_file() and not db_path.exists()
+    legacy = cli("init", "-f", "json")
+    assert json.loads(legacy.stdout)["db_path"] == str(db_path.resolve())
+
+
 def test_init_in_project_and_global(
     cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

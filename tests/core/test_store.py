@@ -427,6 +427,18 @@ def test_location_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     assert resolve_db_path() == Path.home() / ".nervapack" / "memory.db"
 
 
+def test_nervamem_db_names_the_store_and_wins_over_nervapack_memory_db(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NERVAMEM_DB", str(tmp_path / "nervamem.db"))
+    assert resolve_db_path() == tmp_path / "nervamem.db"
+    monkeypatch.setenv("NERVAPACK_MEMORY_DB", str(tmp_path / "nervapack.db"))
+    assert resolve_db_path() == tmp_path / "nervamem.db"
+    assert resolve_db_path(tmp_path / "explicit.db") == tmp_path / "explicit.db"
+    monkeypatch.setenv("NERVAMEM_DB", "")  # empty counts as unset
+    assert resolve_db_path() == tmp_path / "nervapack.db"
+
+
 def test_state_file_is_written_atomically_and_validated(
     store: MemoryStore, db_path: Path, make_store: Callable[..., MemoryStore]
 ) -> None:

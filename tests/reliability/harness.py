@@ -34,6 +34,7 @@ WORKER = Path(__file__).with_name("worker.py")
 NERVAMEM = [sys.executable, "-m", "nervamem"]
 ENV_OVERRIDES = (
     "NERVAPACK_MEMORY_DB",
+    "NERVAMEM_DB",
     "NERVAMEM_FORMAT",
     "NERVAMEM_TOKENIZER",
     "NERVAMEM_DEBUG",
