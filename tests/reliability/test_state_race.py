@@ -94,7 +94,9 @@ def _race_round(db: Path, env: dict[str, str], command: list[str]) -> tuple[Outc
         _wait_until_waiting(switch, db)
     racer_outcome = _finish(racer)
     switch_code, _, switch_err = _finish(switch)
-    assert (switch_code, switch_err) == (0, "")
+    assert switch_code == 0
+    # The note comes when b held no memories as the switch began; a racer may add one.
+    assert switch_err in ("", "nervamem: namespace 'b' is new (no memories yet)")
     return racer_outcome, load_state(db)
 
 
