@@ -429,6 +429,33 @@ READS = ("recall", "timeline", "stats", "ns list", "ns current")
 WRITES = ("store", "forget", "session start", "ns switch")
 
 
+def assert_reads_work_and_writes_refuse(
+    db: Path,
+    node_ref: str,
+    env: dict[str, str],
+    preexec: Any,
+    folder: Path,
+    before: dict[str, str],
+) -> None:
+    """Every command on a read-only store, in a child that cannot write: reads exit 0
+    with nothing on stderr, writes exit 1 naming the read-only store, any failure is
+    one clean line, and no file in the folder changes."""
+    for name, args in COMMANDS.items():
+        args = [a.replace("f_0", node_ref) for a in args]
+        code, out, err, _ = harness.run_fresh(["--db", str(db), *args], env=env, preexec_fn=preexec)
+        assert code in (0, 1, 2, 3), (name, code, err)
+        if code:
+            lines = err.strip().splitlines()
+            assert len(lines) == 1 and "Traceback" not in err, (name, err)
+            assert "internal" not in err, (name, err)
+        if name in READS:
+            assert (code, err) == (0, ""), (name, err)
+        if name.startswith(WRITES):
+            assert code == 1, (name, code, out)
+            assert "read-only" in err or "cannot write" in err, (name, err)
+        assert harness.tree_digest(folder) == before, name
+
+
 def test_read_only_store(tmp_path: Path, env: dict[str, str]) -> None:
     """A store whose file and folder are read-only: reads work, writes exit 1 with one
     clear line, and nothing changes. Tests run as root, for whom file modes do not stop
@@ -454,22 +481,7 @@ def test_read_only_store(tmp_path: Path, env: dict[str, str]) -> None:
                 "(root without a way to drop CAP_DAC_OVERRIDE)"
             )
         before = harness.tree_digest(folder)
-        for name, args in COMMANDS.items():
-            args = [a.replace("f_0", "f_") for a in args]
-            code, out, err, _ = harness.run_fresh(
-                ["--db", str(db), *args], env=env, preexec_fn=preexec
-            )
-            assert code in (0, 1, 2, 3), (name, code, err)
-            if code:
-                lines = err.strip().splitlines()
-                assert len(lines) == 1 and "Traceback" not in err, (name, err)
-                assert "internal" not in err, (name, err)
-            if name in READS:
-                assert (code, err) == (0, ""), (name, err)
-            if name.startswith(WRITES):
-                assert code == 1, (name, code, out)
-                assert "read-only" in err or "cannot write" in err, (name, err)
-            assert harness.tree_digest(folder) == before, name
+        assert_reads_work_and_writes_refuse(db, "f_", env, preexec, folder, before)
     finally:
         folder.chmod(0o755)
         for path in (db, folder / "state.yaml"):
