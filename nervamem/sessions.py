@@ -116,6 +116,16 @@ def list_namespaces(storage: Storage) -> list[NamespaceInfo]:
     return [NamespaceInfo(name=n, nodes=int(c)) for n, c in sorted(counts.items())]
 
 
+def has_memories(storage: Storage, namespace: str) -> bool:
+    """Whether the namespace holds a live node: one seek of mem_nodes_ns_kind, where
+    list_namespaces counts every node of every namespace."""
+    row = storage.connection.execute(
+        "SELECT 1 FROM mem_nodes WHERE namespace = ? AND tombstoned = 0 LIMIT 1",
+        (validate_namespace(namespace),),
+    ).fetchone()
+    return row is not None
+
+
 def forget_active_session(storage: Storage, node_id: str) -> None:
     active = storage.reload_state()
     if active.session == node_id:

@@ -228,6 +228,11 @@ class MemoryStore:
 
         return sessions.list_namespaces(self.storage)
 
+    def has_memories(self, namespace: str) -> bool:
+        from . import sessions
+
+        return sessions.has_memories(self.storage, namespace)
+
     # ------------------------------------------------------------------ forget
     def forget(self, ref: str, *, purge: bool = False) -> ForgetResult:
         from . import forgetting

@@ -75,10 +75,10 @@ def ns_switch(
     """
     output = output_format(ctx, fmt)
     with open_store(ctx) as memory:
-        populated = {info.name for info in memory.list_namespaces() if info.nodes}
+        is_new = not memory.has_memories(name)
         result = memory.switch_namespace(name)
     emit("ns_switch", result, output)
-    if result.namespace not in populated:
+    if is_new:
         # A mistyped name would otherwise start an empty namespace without a word; on
         # stderr, so a script reading stdout sees the same output as before.
         sys.stderr.write(
