@@ -100,8 +100,8 @@ class _Pending:
         self.next_seq: int | None = None
 
     def seq(self) -> int:
-        """The seq SQLite gives the next node store() inserts: one more than the largest
-        (INTEGER PRIMARY KEY without AUTOINCREMENT). Buffered nodes count as written."""
+        """The seq SQLite would give the next node: one more than the largest (INTEGER
+        PRIMARY KEY without AUTOINCREMENT). Buffered nodes count as written."""
         if self.next_seq is None:
             last = self.storage.connection.execute("SELECT max(seq) FROM mem_nodes").fetchone()[0]
             self.next_seq = int(last or 0) + 1
@@ -110,7 +110,7 @@ class _Pending:
         return seq
 
     def link(self, src: str, dst: str, kind: str, now: str) -> None:
-        self.edges.append((src, dst, kind, now, "{}"))  # INSERT OR IGNORE, as store() does
+        self.edges.append((src, dst, kind, now, "{}"))  # inserted or ignored: an edge is stated once
 
     def flush(self) -> None:
         conn = self.storage.connection
@@ -206,14 +206,14 @@ class _Writer:
         self.storage = storage
         self.pending = pending
         self.ids = ids
-        # One transaction, one clock reading: store() would write this time everywhere,
-        # and every ID it makes starts with the same milliseconds.
+        # One transaction, one clock reading: this time is written everywhere, and every
+        # ID made starts with the same milliseconds (storage.new_id's format).
         self.now = now
         self.id_heads: dict[str, str] = {}
         self.epoch_ms = int(storage.moment().timestamp() * 1000)
         # The default random source reads 8 bytes of os.urandom per ID; reading them for
         # many IDs at once gives the same kind of IDs for a fraction of the system calls.
-        # Any other source (tests inject one) is called once per ID, in store()'s order.
+        # Any other source (tests inject one) is called once per ID, in order.
         self.buffered_random = storage.random is random_bits
         self.random_hex = ""
         self.random_at = 0
@@ -259,7 +259,7 @@ class _Writer:
         return ref
 
     def resolve(self, ref: Ref, namespace: str) -> str:
-        """The node a reference names, as store() would resolve it at this point."""
+        """The node a reference names at this point of the call."""
         ref = self.index(ref)
         buffered = self.pending.known.get(ref)
         if buffered is not None and buffered[1] == namespace:

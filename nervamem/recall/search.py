@@ -24,7 +24,6 @@ from .mask import mask_sql
 from .relevance import date_spans, inverse_document_frequency, score_rows, term_weights
 from .terms import content_terms, query_terms
 
-STAGE_LIMIT = 200
 # A key term found in more rows than this is common: it only scores candidates that the
 # rare terms found (see search); PRE_LIMIT candidates are read and scored in full.
 COMMON_DF = 500
