@@ -110,7 +110,8 @@ class _Pending:
         return seq
 
     def link(self, src: str, dst: str, kind: str, now: str) -> None:
-        self.edges.append((src, dst, kind, now, "{}"))  # inserted or ignored: an edge is stated once
+        # Inserted or ignored when flushed: an edge is stated once.
+        self.edges.append((src, dst, kind, now, "{}"))
 
     def flush(self) -> None:
         conn = self.storage.connection
