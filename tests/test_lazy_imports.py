@@ -21,10 +21,20 @@ from typer.testing import CliRunner
 from nervamem import MemoryStore
 from nervamem.cli import app as whole_app
 from nervamem.cli import options, startup
+from nervamem.code.languages import GRAMMAR_MODULES
 from tests.conftest import CountingRandom, FakeClock
 
 # Never on the path of store / recall / --version: each costs 10-100 ms to import.
-HEAVY = ("networkx", "rich", "tiktoken", "yaml", "pydantic", "typer.testing", "typer.rich_utils")
+HEAVY = (
+    "networkx",
+    "rich",
+    "tiktoken",
+    "yaml",
+    "pydantic",
+    "typer.testing",
+    "typer.rich_utils",
+    *GRAMMAR_MODULES,  # tree-sitter: only `code index` and the code queries read other languages
+)
 
 # Runs the real entry point in a fresh interpreter and records every module it loaded.
 PROBE = """

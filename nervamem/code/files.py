@@ -10,8 +10,8 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import BadInputError
 from ..locate import shown_path
+from .languages import SOURCE_SUFFIXES
 
-SOURCE_SUFFIXES = (".py",)
 SKIP_DIRS = frozenset(
     {
         ".git",

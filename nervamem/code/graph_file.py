@@ -12,7 +12,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .files import SOURCE_SUFFIXES, normalise_path
+from .files import normalise_path
+from .languages import SOURCE_SUFFIXES
 from .names import QUALIFIERS
 from .symbols import module_name
 from .values import CodeSymbol

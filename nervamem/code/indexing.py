@@ -1,6 +1,7 @@
 """``nervamem code index``: write the graph file and its sidecar, re-parsing only the
 files that changed since the previous index (module nodes carry each file's mtime, size
-and hash)."""
+and hash). Files of every language go into the one graph in one pass; a file whose
+grammar is not installed is reported as skipped, never dropped in silence."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from ..errors import BadInputError, NotFoundError
 from ..locate import graph_path_beside
 from .files import default_root, expanded_path, list_source_files, relative_to
 from .graph_file import GENERATOR, INDEX_VERSION, RACY_WINDOW_NS, as_int, read_graphml, write_graph
+from .parsing import GrammarMissing, language_name, source_symbols
 from .sidecar import CodeIndex, open_sidecar, sidecar_is_fresh, write_sidecar
-from .symbols import HASH_SCHEME, file_hash, python_symbols
-from .values import CodeSymbol, IndexResult
+from .symbols import HASH_SCHEME, file_hash
+from .values import CodeSymbol, IndexResult, SkippedFile
 
 if TYPE_CHECKING:
     from ..storage.sqlite import Storage
@@ -47,6 +49,7 @@ def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) ->
     started = time.time_ns()
     symbols: list[CodeSymbol] = []
     errors: list[str] = []
+    skipped: list[SkippedFile] = []
     parsed = reused = 0
     changed = False
     files = list_source_files(scan_root)
@@ -79,7 +82,11 @@ def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) ->
                 file_symbols = old
                 reused += 1
             else:
-                file_symbols = python_symbols(rel, data)
+                try:
+                    file_symbols = source_symbols(rel, data)
+                except GrammarMissing as exc:
+                    skipped.append(SkippedFile(rel, language_name(rel), str(exc)))
+                    continue
                 parsed += 1
                 changed = True
             if file_symbols[0].file_mtime_ns != stat.st_mtime_ns:
@@ -96,6 +103,11 @@ def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) ->
         symbols.extend(file_symbols)
 
     edges = sum(1 for symbol in symbols if symbol.parent)
+    languages: dict[str, int] = {}
+    for symbol in symbols:
+        if symbol.kind == "module":
+            name = language_name(symbol.file_path)
+            languages[name] = languages.get(name, 0) + 1
     unchanged = (
         not changed
         and graph_path.is_file()
@@ -123,6 +135,8 @@ def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) ->
         edges=edges,
         errors=tuple(errors),
         written=not unchanged,
+        languages=dict(sorted(languages.items())),
+        skipped=tuple(skipped),
     )
 
 

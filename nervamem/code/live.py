@@ -8,8 +8,8 @@ from pathlib import Path
 from ..entities import stripped
 from .files import source_path
 from .names import full_segments, segments
-from .symbols import python_symbols
-from .values import REASON_FILE_MISSING, REASON_UNPARSABLE, CodeSymbol
+from .parsing import GrammarMissing, source_symbols
+from .values import PROBLEM_NO_GRAMMAR, REASON_FILE_MISSING, REASON_UNPARSABLE, CodeSymbol
 
 
 class LiveSource:
@@ -21,7 +21,8 @@ class LiveSource:
 
     def symbols(self, file_path: str) -> tuple[str | None, list[CodeSymbol]]:
         """``(problem, symbols)``: problem is a staleness reason when the file is missing
-        or does not parse."""
+        or does not parse, :data:`PROBLEM_NO_GRAMMAR` (and no symbols) when no installed
+        grammar reads its language."""
         if file_path not in self._cache:
             path = source_path(self.root, file_path)
             try:
@@ -29,15 +30,19 @@ class LiveSource:
             except OSError:
                 self._cache[file_path] = (REASON_FILE_MISSING, [])
             else:
-                symbols = python_symbols(file_path, data)
-                problem = REASON_UNPARSABLE if symbols[0].parse_error else None
-                self._cache[file_path] = (problem, symbols)
+                try:
+                    symbols = source_symbols(file_path, data)
+                except GrammarMissing:
+                    self._cache[file_path] = (PROBLEM_NO_GRAMMAR, [])
+                else:
+                    problem = REASON_UNPARSABLE if symbols[0].parse_error else None
+                    self._cache[file_path] = (problem, symbols)
         return self._cache[file_path]
 
     def locate(self, file_path: str, qualname: str, kind: str, name: str = "") -> list[CodeSymbol]:
         """The live symbols that an anchor (or graph node) with this qualname denotes."""
         problem, symbols = self.symbols(file_path)
-        if problem == REASON_FILE_MISSING or not symbols:
+        if not symbols:
             return []
         if kind == "module":
             return [symbols[0]]

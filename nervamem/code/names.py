@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 
 from ..entities import stripped
-from .files import SOURCE_SUFFIXES, normalise_path
+from .files import normalise_path
+from .languages import SOURCE_SUFFIXES
 from .values import CodeSymbol
 
 QUALIFIERS = re.compile(r"\.|::")
@@ -49,10 +50,13 @@ def lookup_keys(name: str) -> tuple[list[str], str | None]:
     if inner and path.endswith(SOURCE_SUFFIXES):
         norm = normalise_path(path)
         return [f"n:{norm}::{inner.strip()}"], None
-    if text.endswith(SOURCE_SUFFIXES) or "/" in text or "\\" in text:
+    parts = segments(text)
+    if "/" in text or "\\" in text:
         norm = normalise_path(text)
         return [f"p:{norm}"], norm
-    parts = segments(text)
+    if text.endswith(SOURCE_SUFFIXES):  # `session.go`, or a function `go` of `session`
+        norm = normalise_path(text)
+        return [f"p:{norm}", "q:" + ".".join(parts)], norm
     if not parts:
         return [], None
     if len(parts) == 1:

@@ -24,6 +24,7 @@ from .live import LiveSource, nearest
 from .sidecar import open_code_index
 from .symbols import HASH_SCHEME
 from .values import (
+    PROBLEM_NO_GRAMMAR,
     REASON_FILE_MISSING,
     REASON_SOURCE_CHANGED,
     REASON_SYMBOL_REMOVED,
@@ -289,6 +290,8 @@ def _check_anchor(anchor: CodeAnchor, live: LiveSource) -> tuple[str, str] | Non
         return problem, f"{anchor.file_path} no longer exists"
     if problem == REASON_UNPARSABLE:
         return problem, str(symbols[0].parse_error)
+    if problem == PROBLEM_NO_GRAMMAR:
+        return "", f"no grammar installed reads {anchor.file_path}"
     what = anchor.qualname or anchor.graph_node_id
     located = live.locate(anchor.file_path, anchor.qualname, anchor.kind)
     if not located:

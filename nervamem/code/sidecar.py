@@ -21,7 +21,8 @@ from .values import CodeSymbol
 
 SIDECAR_FILE = "graph-index.sqlite"
 SIDECAR_VERSION = "3"
-_KIND_ORDER = {"class": 0, "function": 1, "method": 2, "module": 3}
+_TYPE_KINDS = ("class", "struct", "interface", "trait", "enum", "type", "namespace", "impl")
+_KIND_ORDER = {**dict.fromkeys(_TYPE_KINDS, 0), "function": 1, "method": 2, "module": 3}
 
 _SIDECAR_SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",

@@ -1,5 +1,9 @@
 """Python source to code symbols: the module and every class, function and method in a
-file, each with the hash of its lines. :mod:`ast` is imported only when a file is parsed."""
+file, each with the hash of its lines. :mod:`ast` is imported only when a file is parsed.
+
+The hash of a symbol (:func:`hash_lines`) is the same for every language: the other
+languages (:mod:`treesitter`) produce their symbols with it, so staleness means the same
+thing everywhere."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from pathlib import PurePosixPath
 
 from .values import CodeSymbol
 
-# The scheme of every hash python_symbols computes; a hash of another scheme (another
+# The scheme of every hash computed here; a hash of another scheme (another
 # tool's graph) is never compared with ours.
 HASH_SCHEME = "sha256-lines-16"
 
@@ -22,7 +26,7 @@ def module_name(file_path: str) -> str:
     return ".".join(p for p in parts if p not in ("", ".", "/"))
 
 
-def _hash_lines(lines: Sequence[bytes], start: int, end: int) -> str:
+def hash_lines(lines: Sequence[bytes], start: int, end: int) -> str:
     return hashlib.sha256(b"\n".join(lines[start - 1 : end])).hexdigest()[:16]
 
 
@@ -47,7 +51,7 @@ def python_symbols(file_path: str, data: bytes) -> list[CodeSymbol]:
         module=module,
         start_line=1,
         end_line=total,
-        source_hash=_hash_lines(lines, 1, total),
+        source_hash=hash_lines(lines, 1, total),
     )
     try:
         tree = ast.parse(data, filename=file_path)
@@ -80,7 +84,7 @@ def python_symbols(file_path: str, data: bytes) -> list[CodeSymbol]:
                         module=module,
                         start_line=start,
                         end_line=end,
-                        source_hash=_hash_lines(lines, start, end),
+                        source_hash=hash_lines(lines, start, end),
                         parent=parent,
                     )
                 )

@@ -3,7 +3,7 @@ or text output (nervamem/render/ turns the results into text)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # Why a memory is stale (StaleItem.reason); LiveSource reports the first two when it
@@ -12,6 +12,9 @@ REASON_FILE_MISSING = "file missing"
 REASON_UNPARSABLE = "file does not parse"
 REASON_SYMBOL_REMOVED = "symbol removed"
 REASON_SOURCE_CHANGED = "source changed"
+# Not a staleness reason: LiveSource's word for a file no installed grammar reads, whose
+# anchors verification counts as unverifiable.
+PROBLEM_NO_GRAMMAR = "no grammar"
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,15 @@ class AnchorReport:
 
 
 @dataclass(frozen=True)
+class SkippedFile:
+    """A source file the index could not read: its language's grammar is not installed."""
+
+    file_path: str
+    language: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class IndexResult:
     graph_path: str
     root: str
@@ -90,6 +102,9 @@ class IndexResult:
     edges: int
     errors: tuple[str, ...]
     written: bool
+    # Files indexed per language, and the files left out because no grammar reads them.
+    languages: dict[str, int] = field(default_factory=dict)
+    skipped: tuple[SkippedFile, ...] = ()
 
 
 @dataclass(frozen=True)

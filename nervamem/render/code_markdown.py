@@ -18,13 +18,23 @@ if TYPE_CHECKING:
 
 def index_result(result: IndexResult) -> str:
     errors = f", {len(result.errors)} with syntax errors" if result.errors else ""
+    skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
     state = "written to" if result.written else "unchanged:"
+    counts = ", ".join(f"{count} {name}" for name, count in result.languages.items())
+    languages = f" ({counts})" if len(result.languages) > 1 else ""
+    only = next(iter(result.languages), "") + " " if len(result.languages) == 1 else ""
     lines = [
-        f"Indexed {result.files} Python file{'' if result.files == 1 else 's'} under "
-        f"{result.root} ({result.parsed} parsed, {result.reused} reused{errors}): "
+        f"Indexed {result.files} {only}file{'' if result.files == 1 else 's'}{languages} under "
+        f"{result.root} ({result.parsed} parsed, {result.reused} reused{errors}{skipped}): "
         f"{result.nodes} nodes, {result.edges} CONTAINS edges; {state} {result.graph_path}"
     ]
     lines.extend(f"- {error}" for error in result.errors)
+    reasons: dict[str, list[str]] = {}
+    for item in result.skipped:
+        reasons.setdefault(item.reason, []).append(item.file_path)
+    for reason, paths in reasons.items():
+        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        lines.append(f"- skipped {shown}: {reason}")
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,476 @@
+"""Go, Rust, Java, JavaScript and TypeScript source to code symbols, through the
+tree-sitter grammars of the ``code`` extra (compiled into their wheels: nothing is
+downloaded at run time).
+
+Invariants a reader must not break:
+
+* ``tree_sitter`` and the grammar packages are imported here only, and only when a file
+  of that language is parsed: ``store`` and ``recall`` never load them.
+* The symbols have the shape Python's have (:func:`symbols.python_symbols`): the module
+  node first, then every definition in source order; lines 1-based and inclusive,
+  attributes and decorators included; hashes by :func:`symbols.hash_lines` over those
+  lines, so moving a symbol changes nothing and staleness means the same in every
+  language. Node IDs are ``path::qualname`` (``#2`` for a second definition).
+* Qualified names are written as the language's users write them: ``Type.Method``
+  within Go package ``pkg``, ``Type::method`` within Rust module ``crate::a::b``,
+  ``Service.method`` within Java package ``com.example``, ``SessionStore.refresh``
+  within a TypeScript or JavaScript file.
+* A tree with an error in it is a file that does not parse: its module node alone, with
+  ``parse_error`` set, as for a Python ``SyntaxError``.
+* A language whose grammar package is missing raises :class:`GrammarMissing`; the
+  caller lists the file as skipped, never as parsed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from .languages import GO, JAVA, RUST, SourceLanguage
+from .symbols import hash_lines, module_name
+from .values import CodeSymbol
+
+if TYPE_CHECKING:
+    from tree_sitter import Language, Node
+
+
+class GrammarMissing(Exception):
+    """The tree-sitter grammar of a language is not installed."""
+
+
+_GRAMMARS: dict[str, Language] = {}
+
+
+def load_grammar(language: SourceLanguage) -> Language:
+    """The compiled grammar of ``language``, loaded once per process."""
+    key = f"{language.grammar_module}.{language.grammar_function}"
+    if key not in _GRAMMARS:
+        try:
+            import tree_sitter
+
+            module = importlib.import_module(language.grammar_module)
+            _GRAMMARS[key] = tree_sitter.Language(getattr(module, language.grammar_function)())
+        except (ImportError, AttributeError, TypeError, ValueError) as exc:
+            raise GrammarMissing(
+                f"no tree-sitter grammar for {language.name} is installed "
+                f"({type(exc).__name__}: {exc}); pip install 'nervamem[code]'"
+            ) from None
+    return _GRAMMARS[key]
+
+
+def tree_symbols(file_path: str, data: bytes, language: SourceLanguage) -> list[CodeSymbol]:
+    """The module and every definition in ``data``; raises :class:`GrammarMissing`."""
+    from tree_sitter import Parser
+
+    parser = Parser(load_grammar(language))
+    tree = parser.parse(data)
+    root = tree.root_node
+    lines = data.splitlines()
+    total = max(len(lines), 1)
+    if language is GO:
+        module = _go_package(root) or module_name(file_path)
+    elif language is RUST:
+        module = rust_module(file_path)
+    elif language is JAVA:
+        module = _java_package(root)
+    else:
+        module = module_name(file_path)
+    out = _Symbols(file_path, module, lines, language.separator)
+    module_symbol = CodeSymbol(
+        node_id=file_path,
+        file_path=file_path,
+        kind="module",
+        name=PurePosixPath(file_path).name,
+        qualname=module,
+        module=module,
+        start_line=1,
+        end_line=total,
+        source_hash=hash_lines(lines, 1, total),
+    )
+    if root.has_error:
+        line = _first_error_line(root)
+        problem = f"SyntaxError: {language.name} does not parse (line {line})"
+        return [replace(module_symbol, parse_error=problem)]
+    out.symbols.append(module_symbol)
+    walker = _WALKERS.get(language.name, _script)
+    try:
+        walker(root, out)
+    except RecursionError:
+        return [replace(module_symbol, parse_error="RecursionError: nested too deeply")]
+    return out.symbols
+
+
+class _Symbols:
+    """The symbols of one file as a walker finds them."""
+
+    def __init__(self, file_path: str, module: str, lines: list[bytes], separator: str) -> None:
+        self.file_path = file_path
+        self.module = module
+        self.lines = lines
+        self.separator = separator
+        self.symbols: list[CodeSymbol] = []
+        self._seen: dict[str, int] = {}
+
+    def add(
+        self,
+        kind: str,
+        parts: list[str],
+        span: Node,
+        parent: str | None,
+        first_row: int | None = None,
+    ) -> str:
+        qualname = self.separator.join(parts)
+        count = self._seen.get(qualname, 0) + 1
+        self._seen[qualname] = count
+        node_id = f"{self.file_path}::{qualname}" + (f"#{count}" if count > 1 else "")
+        start_row = span.start_point.row if first_row is None else first_row
+        end_point = span.end_point
+        # A node that takes its closing newline ends at column 0 of the next line.
+        end_row = (
+            end_point.row - 1
+            if end_point.column == 0 and end_point.row > start_row
+            else end_point.row
+        )
+        self.symbols.append(
+            CodeSymbol(
+                node_id=node_id,
+                file_path=self.file_path,
+                kind=kind,
+                name=parts[-1],
+                qualname=qualname,
+                module=self.module,
+                start_line=start_row + 1,
+                end_line=end_row + 1,
+                source_hash=hash_lines(self.lines, start_row + 1, end_row + 1),
+                parent=parent or self.file_path,
+            )
+        )
+        return node_id
+
+
+def _text(node: Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", "replace")
+
+
+def _name(node: Node, field: str = "name") -> str:
+    text = _text(node.child_by_field_name(field))
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"`":
+        text = text[1:-1]
+    return " ".join(text.split())
+
+
+def _first_error_line(root: Node) -> int:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            return node.start_point.row + 1
+        stack.extend(reversed([c for c in node.children if c.has_error or c.is_missing]))
+    return root.start_point.row + 1
+
+
+def _type_name(node: Node | None) -> str:
+    """The bare type a type expression names: ``*Store[T]`` and ``Vec<T>`` give
+    ``Store`` and ``Vec``, ``fmt::Display`` gives ``Display``."""
+    if node is None:
+        return ""
+    if node.type in ("type_identifier", "identifier", "primitive_type"):
+        return _text(node)
+    for field in ("name", "type"):
+        inner = node.child_by_field_name(field)
+        if inner is not None:
+            return _type_name(inner)
+    for child in node.named_children:
+        found = _type_name(child)
+        if found:
+            return found
+    return ""
+
+
+def _leading(
+    children: Iterable[Node], prefix_types: frozenset[str]
+) -> Iterable[tuple[Node, int | None]]:
+    """Each child with the row of the attributes or decorators just before it (which
+    belong to its span, as Python's decorators do)."""
+    first: int | None = None
+    for child in children:
+        if child.type in prefix_types:
+            if first is None:
+                first = child.start_point.row
+            continue
+        if child.type in _COMMENTS:
+            yield child, None
+            continue
+        yield child, first
+        first = None
+
+
+_COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
+
+
+# --- Go -----------------------------------------------------------------------------
+
+
+def _go_package(root: Node) -> str:
+    for child in root.named_children:
+        if child.type == "package_clause":
+            for part in child.named_children:
+                if part.type == "package_identifier":
+                    return _text(part)
+    return ""
+
+
+def _go(root: Node, out: _Symbols) -> None:
+    for child in root.named_children:
+        kind = child.type
+        if kind == "function_declaration":
+            out.add("function", [_name(child)], child, None)
+        elif kind == "method_declaration":
+            receiver = child.child_by_field_name("receiver")
+            owner = ""
+            if receiver is not None:
+                for param in receiver.named_children:
+                    owner = _type_name(param.child_by_field_name("type"))
+                    break
+            out.add("method", [owner, _name(child)] if owner else [_name(child)], child, None)
+        elif kind == "type_declaration":
+            specs = [c for c in child.named_children if c.type in ("type_spec", "type_alias")]
+            for spec in specs:
+                name = _name(spec)
+                body = spec.child_by_field_name("type")
+                body_type = body.type if body is not None else ""
+                what = {"struct_type": "struct", "interface_type": "interface"}.get(
+                    body_type, "type"
+                )
+                node_id = out.add(what, [name], child if len(specs) == 1 else spec, None)
+                if body is not None and what == "interface":
+                    for elem in body.named_children:
+                        if elem.type in ("method_elem", "method_spec"):
+                            out.add("method", [name, _name(elem)], elem, node_id)
+
+
+# --- Rust ---------------------------------------------------------------------------
+
+
+def rust_module(file_path: str) -> str:
+    """``crate::a::b`` for ``src/a/b.rs`` (or ``src/a/b/mod.rs``); ``crate`` for
+    ``src/lib.rs`` and ``src/main.rs``. A file outside any ``src/`` (tests, examples) is
+    named by its path."""
+    parts = list(PurePosixPath(file_path).with_suffix("").parts)
+    if "src" in parts[:-1]:
+        at = len(parts) - 1 - parts[::-1].index("src")
+        rel = parts[at + 1 :]
+        if rel in (["lib"], ["main"]):
+            rel = []
+        head = ["crate"]
+    else:
+        rel, head = parts, []
+    if rel and rel[-1] == "mod":
+        rel.pop()
+    return "::".join(head + rel) or "crate"
+
+
+_RUST_ITEMS = {
+    "struct_item": "struct",
+    "union_item": "struct",
+    "enum_item": "enum",
+    "trait_item": "trait",
+    "type_item": "type",
+}
+
+
+def _rust(root: Node, out: _Symbols) -> None:
+    _rust_items(root, out, None, [], None)
+
+
+def _rust_items(
+    node: Node, out: _Symbols, parent: str | None, prefix: list[str], owner: str | None
+) -> None:
+    for child, first in _leading(node.named_children, _RUST_ATTRIBUTES):
+        kind = child.type
+        if kind in ("function_item", "function_signature_item"):
+            name = _name(child)
+            if owner:
+                out.add("method", [*prefix, owner, name], child, parent, first)
+            else:
+                out.add("function", [*prefix, name], child, parent, first)
+        elif kind in _RUST_ITEMS:
+            name = _name(child)
+            node_id = out.add(_RUST_ITEMS[kind], [*prefix, name], child, parent, first)
+            body = child.child_by_field_name("body")
+            if kind == "trait_item" and body is not None:
+                _rust_items(body, out, node_id, prefix, name)
+        elif kind == "impl_item":
+            owner_name = _type_name(child.child_by_field_name("type"))
+            trait = _type_name(child.child_by_field_name("trait"))
+            label = f"impl {trait} for {owner_name}" if trait else f"impl {owner_name}"
+            node_id = out.add("impl", [*prefix, label], child, parent, first)
+            body = child.child_by_field_name("body")
+            if body is not None:
+                _rust_items(body, out, node_id, prefix, owner_name)
+        elif kind == "mod_item":
+            body = child.child_by_field_name("body")
+            if body is not None:
+                name = _name(child)
+                node_id = out.add("namespace", [*prefix, name], child, parent, first)
+                _rust_items(body, out, node_id, [*prefix, name], None)
+
+
+_RUST_ATTRIBUTES = frozenset({"attribute_item"})
+
+
+# --- Java ---------------------------------------------------------------------------
+
+
+def _java_package(root: Node) -> str:
+    for child in root.named_children:
+        if child.type == "package_declaration":
+            for part in child.named_children:
+                if part.type in ("scoped_identifier", "identifier"):
+                    return "".join(_text(part).split())
+    return ""
+
+
+_JAVA_TYPES = {
+    "class_declaration": "class",
+    "record_declaration": "class",
+    "interface_declaration": "interface",
+    "annotation_type_declaration": "interface",
+    "enum_declaration": "enum",
+}
+_JAVA_BODIES = frozenset({"enum_body_declarations"})
+
+
+def _java(root: Node, out: _Symbols) -> None:
+    _java_members(root, out, None, [])
+
+
+def _java_members(node: Node, out: _Symbols, parent: str | None, prefix: list[str]) -> None:
+    for child in node.named_children:
+        kind = child.type
+        if kind in _JAVA_TYPES:
+            name = _name(child)
+            node_id = out.add(_JAVA_TYPES[kind], [*prefix, name], child, parent)
+            body = child.child_by_field_name("body")
+            if body is not None:
+                _java_members(body, out, node_id, [*prefix, name])
+        elif kind in ("method_declaration", "constructor_declaration"):
+            out.add("method", [*prefix, _name(child)], child, parent)
+        elif kind in _JAVA_BODIES:
+            _java_members(child, out, parent, prefix)
+
+
+# --- JavaScript and TypeScript ------------------------------------------------------
+
+_SCRIPT_TYPES = {
+    "class_declaration": "class",
+    "abstract_class_declaration": "class",
+    "class": "class",
+    "interface_declaration": "interface",
+    "enum_declaration": "enum",
+    "type_alias_declaration": "type",
+    "internal_module": "namespace",
+    "module": "namespace",
+}
+_SCRIPT_FUNCTIONS = frozenset(
+    {"function_declaration", "generator_function_declaration", "function_signature"}
+)
+_SCRIPT_METHODS = frozenset({"method_definition", "method_signature", "abstract_method_signature"})
+_FUNCTION_VALUES = frozenset(
+    {"arrow_function", "function_expression", "function", "generator_function"}
+)
+_SCRIPT_WRAPPERS = frozenset({"export_statement", "ambient_declaration", "expression_statement"})
+_SCRIPT_DECORATORS = frozenset({"decorator"})
+
+
+def _script(root: Node, out: _Symbols) -> None:
+    _script_items(root, out, None, [], False)
+
+
+def _script_items(
+    node: Node, out: _Symbols, parent: str | None, prefix: list[str], in_class: bool
+) -> None:
+    for child, first in _leading(node.named_children, _SCRIPT_DECORATORS):
+        span = child
+        while child.type in _SCRIPT_WRAPPERS:  # export, declare, `namespace X {}`
+            inner = child.child_by_field_name("declaration")
+            if inner is None:
+                named = [c for c in child.named_children if c.type not in _SCRIPT_DECORATORS]
+                inner = named[0] if len(named) == 1 else None
+            if inner is None:
+                break
+            child = inner
+        _script_item(child, span, first, out, parent, prefix, in_class)
+
+
+def _script_item(
+    child: Node,
+    span: Node,
+    first: int | None,
+    out: _Symbols,
+    parent: str | None,
+    prefix: list[str],
+    in_class: bool,
+) -> None:
+    kind = child.type
+    if kind in _SCRIPT_TYPES:
+        name = _name(child)
+        if not name:
+            return
+        node_id = out.add(_SCRIPT_TYPES[kind], [*prefix, name], span, parent, first)
+        body = child.child_by_field_name("body")
+        if body is not None and kind not in ("type_alias_declaration", "enum_declaration"):
+            _script_items(body, out, node_id, [*prefix, name], kind in _MEMBER_HOLDERS)
+    elif kind in _SCRIPT_FUNCTIONS or (in_class and kind in _SCRIPT_METHODS):
+        name = _name(child)
+        if not name:
+            return
+        what = "method" if in_class else "function"
+        node_id = out.add(what, [*prefix, name], span, parent, first)
+        _script_body(child, out, node_id, [*prefix, name])
+    elif kind in ("public_field_definition", "field_definition"):
+        value = child.child_by_field_name("value")
+        name = _name(child) or _name(child, "property")
+        if value is not None and value.type in _FUNCTION_VALUES and name:
+            node_id = out.add("method", [*prefix, name], span, parent, first)
+            _script_body(value, out, node_id, [*prefix, name])
+    elif kind in ("lexical_declaration", "variable_declaration"):
+        declarators = [c for c in child.named_children if c.type == "variable_declarator"]
+        for declarator in declarators:
+            value = declarator.child_by_field_name("value")
+            name = _name(declarator)
+            if value is None or not name:
+                continue
+            whole = span if len(declarators) == 1 else declarator
+            if value.type in _FUNCTION_VALUES:
+                node_id = out.add("function", [*prefix, name], whole, parent, first)
+                _script_body(value, out, node_id, [*prefix, name])
+            elif value.type in ("class", "class_expression"):
+                node_id = out.add("class", [*prefix, name], whole, parent, first)
+                body = value.child_by_field_name("body")
+                if body is not None:
+                    _script_items(body, out, node_id, [*prefix, name], True)
+
+
+_MEMBER_HOLDERS = frozenset(
+    {"class_declaration", "abstract_class_declaration", "class", "interface_declaration"}
+)
+
+
+def _script_body(function: Node, out: _Symbols, parent: str, prefix: list[str]) -> None:
+    """Functions and classes defined in a function's body (``outer.inner``, as Python)."""
+    body = function.child_by_field_name("body")
+    if body is not None and body.type == "statement_block":
+        _script_items(body, out, parent, prefix, False)
+
+
+_WALKERS: dict[str, Callable[[Node, _Symbols], None]] = {
+    GO.name: _go,
+    RUST.name: _rust,
+    JAVA.name: _java,
+}
