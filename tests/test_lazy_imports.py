@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -199,6 +200,48 @@ def test_the_probe_would_see_a_heavy_import(tmp_path: Path, seeded_store: Path) 
     # The table renderer is the one place Rich is allowed: the probe must notice it.
     _, modules, _ = run_fresh(tmp_path, "stats", "--format", "table")
     assert "rich" in heavy_in(modules)
+
+
+@pytest.fixture
+def mixed_code_store(tmp_path: Path) -> Path:
+    """The store beside a graph of a Python file and a TypeScript file, both indexed a
+    minute after their last change (so anchoring trusts the graph)."""
+    path = tmp_path / "store" / "memory.db"
+    sources = {
+        "auth.py": "class AuthService:\n    def login(self):\n        return 1\n",
+        "web/session.ts": "export class SessionStore {\n  refresh(): void {}\n}\n",
+    }
+    past = time.time() - 60
+    for name, text in sources.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+        os.utime(tmp_path / name, (past, past))
+    with MemoryStore(path) as store:
+        assert store.index_code(tmp_path).languages == {"Python": 1, "TypeScript": 1}
+    return path
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("store", "fact", "login is idempotent", "-e", "AuthService.login"),
+        ("store", "fact", "refresh is idempotent", "-e", "SessionStore.refresh"),
+        ("recall", "idempotent"),
+    ],
+    ids=["python symbol", "typescript symbol", "recall"],
+)
+def test_store_and_recall_beside_a_mixed_graph_import_no_parser(
+    tmp_path: Path, mixed_code_store: Path, args: tuple[str, ...]
+) -> None:
+    """Anchoring reads the sidecar; only a file changed since the index is parsed."""
+    code, modules, _ = run_fresh(tmp_path, *args)
+    assert code == 0
+    assert heavy_in(modules) == []
+    with MemoryStore(mixed_code_store) as store:
+        touches = store.connection.execute(
+            "SELECT count(*) FROM mem_edges WHERE kind = 'TOUCHES'"
+        ).fetchone()[0]
+    assert touches == (1 if args[0] == "store" else 0)
 
 
 # ---------------------------------------------------------------------------- trimmed tree
