@@ -23,11 +23,14 @@ def code_index(
     ] = None,
     fmt: FormatOption = None,
 ) -> None:
-    """Index the Python code into graph.graphml beside the store.
+    """Index the code into graph.graphml beside the store.
 
-    One node per module, class, function and method, with file_path, start_line,
-    end_line, qualname, kind, name and source_hash; CONTAINS edges. Files git tracks or
-    would track are indexed; unchanged files are reused from the previous graph.
+    Python always; Go, Rust, Java, TypeScript and JavaScript with the code extra
+    (pip install 'nervamem[code]'); files whose grammar is missing are listed as skipped.
+    One node per module, class, function and method (and struct, interface, trait,
+    enum, impl...), with file_path, start_line, end_line, qualname, kind, name and
+    source_hash; CONTAINS edges. Files git tracks or would track are indexed; unchanged
+    files are reused from the previous graph.
 
     \b
     Example:

@@ -2,8 +2,9 @@
 
 Three parts:
 
-* **Index** (:func:`indexing.index_code`, ``nervamem code index``): parse the repository's Python
-  files with :mod:`ast` and write ``graph.graphml`` beside the store with NetworkX — one
+* **Index** (:func:`indexing.index_code`, ``nervamem code index``): parse the repository's
+  source files (Python with :mod:`ast`; Go, Rust, Java, TypeScript and JavaScript with
+  the tree-sitter grammars of the ``code`` extra, :mod:`treesitter`) and write ``graph.graphml`` beside the store with NetworkX — one
   node per module, class, function and method (``file_path`` relative to the folder that
   holds ``.nervapack/``, ``start_line``, ``end_line``, ``qualname``, ``kind``, ``name``,
   ``module`` and ``source_hash``), ``CONTAINS`` edges. Module nodes also carry the file's
@@ -21,7 +22,7 @@ Three parts:
   :func:`code_to` (where a memory is anchored) and :func:`verify_staleness`.
 
 Staleness strategy: verification re-reads the source files as they are now and parses
-them with :mod:`ast`; it never trusts the graph, so it is right even when nobody ran
+them (:mod:`parsing`); it never trusts the graph, so it is right even when nobody ran
 ``code index`` since the code changed. An anchor's ``source_hash`` is computed by
 nervamem itself from the live file at anchoring time (the graph's hash is used only when
 the file is provably unchanged since indexing), so graphs made by other tools work too.
@@ -32,6 +33,8 @@ change).
 
 Invariants a reader must not break:
 
+* ``store`` and ``recall`` never import tree-sitter on a Python-only tree, nor for a
+  file unchanged since the index (its anchor comes from the graph).
 * ``store`` and ``recall`` never import NetworkX: lookups go through a small SQLite
   sidecar (``graph-index.sqlite``) keyed by the graph file's mtime, size and inode,
   rebuilt from the GraphML with :mod:`xml.etree` when the graph changes. Only writing the
@@ -47,7 +50,10 @@ Invariants a reader must not break:
 Modules, each importing only those above it (none imports the CLI or the renderers):
 
 * :mod:`values` — the frozen dataclasses returned, and the staleness reasons;
+* :mod:`languages` — which suffix is which language, and its grammar package;
 * :mod:`symbols` — Python source to symbols and their hashes;
+* :mod:`treesitter` — Go, Rust, Java, TypeScript, JavaScript source to the same symbols;
+* :mod:`parsing` — a file to its symbols in whichever language;
 * :mod:`files` — which source files a repository has, and the paths recorded;
 * :mod:`names` — how an entity name matches a symbol (lookup keys);
 * :mod:`graph_file` — reading and writing ``graph.graphml``;

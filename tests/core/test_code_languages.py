@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nervamem import MemoryStore
 from nervamem.code import treesitter
 from nervamem.code.languages import SourceLanguage, language_of
 from nervamem.code.parsing import source_symbols
-from nervamem.code.symbols import python_symbols
+from nervamem.code.symbols import hash_lines, python_symbols
 from nervamem.code.treesitter import GrammarMissing, rust_module
 from nervamem.code.values import (
     REASON_FILE_MISSING,
@@ -608,3 +610,47 @@ def test_the_grammar_loader_reports_a_package_that_is_not_installed() -> None:
     with pytest.raises(GrammarMissing, match="Cobol"):
         treesitter.load_grammar(absent)
     assert language_of("x.cob") is None
+
+
+# ----------------------------------------------------------------------------- invariants
+
+COMMENT = {
+    "Python": "# note",
+    "Go": "// note",
+    "Rust": "// note",
+    "Java": "// note",
+    "TypeScript": "// note",
+    "JavaScript": "// note",
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    language=st.sampled_from(LANGUAGES),
+    padding=st.lists(st.sampled_from(["", "comment"]), max_size=12),
+)
+def test_moving_code_down_moves_its_lines_and_keeps_every_hash(
+    language: str, padding: list[str]
+) -> None:
+    """Lines above a symbol never change its hash, in any language: only its position."""
+    fixture = FIXTURES[language]
+    head = "".join((COMMENT[language] if line else "") + "\n" for line in padding)
+    if language == "Go":  # a Go file starts with its package clause
+        first, rest = fixture.source.split("\n", 1)
+        moved_source = first + "\n" + head + rest
+    else:
+        moved_source = head + fixture.source
+    before = source_symbols(fixture.path, fixture.source.encode())[1:]
+    after = source_symbols(fixture.path, moved_source.encode())[1:]
+    assert [(s.node_id, s.source_hash) for s in after] == [
+        (s.node_id, s.source_hash) for s in before
+    ]
+    shift = len(padding)
+    assert [(s.start_line, s.end_line) for s in after] == [
+        ((s.start_line or 0) + shift, (s.end_line or 0) + shift) for s in before
+    ]
+    lines = moved_source.encode().splitlines()
+    for symbol in after:  # every span lies within the file and is what was hashed
+        start, end = symbol.start_line or 0, symbol.end_line or 0
+        assert 1 <= start <= end <= len(lines)
+        assert symbol.source_hash == hash_lines(lines, start, end)
