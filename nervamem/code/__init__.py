@@ -4,11 +4,13 @@ Three parts:
 
 * **Index** (:func:`indexing.index_code`, ``nervamem code index``): parse the repository's
   source files (Python with :mod:`ast`; Go, Rust, Java, TypeScript and JavaScript with
-  the tree-sitter grammars of the ``code`` extra, :mod:`treesitter`) and write ``graph.graphml`` beside the store with NetworkX — one
-  node per module, class, function and method (``file_path`` relative to the folder that
-  holds ``.nervapack/``, ``start_line``, ``end_line``, ``qualname``, ``kind``, ``name``,
-  ``module`` and ``source_hash``), ``CONTAINS`` edges. Module nodes also carry the file's
-  mtime, size and hash, so a re-index re-parses only the files that changed.
+  the tree-sitter grammars of the ``code`` extra, :mod:`treesitter`) and write
+  ``graph.graphml`` beside the store with NetworkX — one node per module, class,
+  function and method, and struct, interface, trait, enum, impl... (``file_path``
+  relative to the folder that holds ``.nervapack/``, ``start_line``, ``end_line``,
+  ``qualname``, ``kind``, ``name``, ``module`` and ``source_hash``), ``CONTAINS``
+  edges. Module nodes also carry the file's mtime, size and hash, so a re-index
+  re-parses only the files that changed.
 * **Anchor** (:func:`anchors.anchor_entities`, called by ``MemoryStore.store`` inside its write
   transaction): entity names are matched against the graph — bare names (``load``) or
   qualified ones (``Loader.load``, ``pkg.util.load``, ``pkg/util.py``) — after the same
