@@ -15,6 +15,7 @@ import pytest
 from nervamem.code import treesitter
 from nervamem.code.languages import SourceLanguage
 from nervamem.code.treesitter import GrammarMissing
+from tests.cli.test_code_cli import _masked, _ok
 from tests.core.test_code_languages import FIXTURES, write_repo
 
 Run = Callable[..., Any]
@@ -28,15 +29,6 @@ def repo(tmp_path: Path) -> Path:
 @pytest.fixture
 def db_path(repo: Path) -> Path:
     return repo / ".nervapack" / "memory.db"
-
-
-def _ok(result: Any) -> str:
-    assert result.exit_code == 0, result.stderr
-    return str(result.stdout)
-
-
-def _masked(text: str, tmp_path: Path) -> str:
-    return text.replace(str(tmp_path.resolve()), "<tmp>").replace(str(tmp_path), "<tmp>")
 
 
 def _without_rust(monkeypatch: pytest.MonkeyPatch) -> None:
