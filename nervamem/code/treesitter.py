@@ -395,7 +395,10 @@ def _script(root: Node, out: _Symbols) -> None:
 def _script_items(
     node: Node, out: _Symbols, parent: str | None, prefix: list[str], in_class: bool
 ) -> None:
+    entries: list[tuple[Node, Node, int | None]] = []  # (span, declaration, first row)
     for child, first in _leading(node.named_children, _SCRIPT_DECORATORS):
+        if child.type in _COMMENTS:
+            continue
         span = child
         while child.type in _SCRIPT_WRAPPERS:  # export, declare, `namespace X {}`
             inner = child.child_by_field_name("declaration")
@@ -405,7 +408,24 @@ def _script_items(
             if inner is None:
                 break
             child = inner
+        entries.append((span, child, first))
+    overloads: int | None = None  # first row of the overload signatures before a body
+    for at, (span, child, first) in enumerate(entries):
+        start = span.start_point.row if first is None else first
+        if child.type in _OVERLOADS and at + 1 < len(entries):
+            following = entries[at + 1][1]
+            if following.type in _OVERLOADED and _name(following) == _name(child):
+                overloads = start if overloads is None else overloads
+                continue
+        if overloads is not None:  # `f(a: string): T; f(a: number): T; f(a) {...}`
+            first, overloads = overloads, None
         _script_item(child, span, first, out, parent, prefix, in_class)
+
+
+# TypeScript overload signatures belong to the implementation that follows them, as a
+# decorator belongs to what it decorates; alone (a .d.ts file) each is a symbol.
+_OVERLOADS = frozenset({"function_signature", "method_signature"})
+_OVERLOADED = _OVERLOADS | {"function_declaration", "method_definition"}
 
 
 def _script_item(

@@ -504,6 +504,34 @@ SHAPES = {
             ("type", "Id", 17, 17),
         ],
     ),
+    "src/overloads.ts": (
+        """
+        /** By name. */
+        export function find(name: string): number;
+        /** By id. */
+        export function find(id: number): number;
+        export function find(key: string | number): number {
+          return 0;
+        }
+
+        class Cache {
+          get(key: string): string;
+          @traced
+          get(key: number): string {
+            return "";
+          }
+        }
+
+        declare function log(text: string): void;
+        declare function log(code: number): void;
+        """,
+        [
+            ("function", "find", 2, 7),
+            ("class", "Cache", 9, 15),
+            ("method", "Cache.get", 10, 14),
+            ("function", "log", 17, 18),
+        ],
+    ),
 }
 
 
