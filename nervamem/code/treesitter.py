@@ -384,7 +384,9 @@ _SCRIPT_METHODS = frozenset({"method_definition", "method_signature", "abstract_
 _FUNCTION_VALUES = frozenset(
     {"arrow_function", "function_expression", "function", "generator_function"}
 )
-_SCRIPT_WRAPPERS = frozenset({"export_statement", "ambient_declaration", "expression_statement"})
+_SCRIPT_WRAPPERS = frozenset(
+    {"export_statement", "ambient_declaration", "expression_statement", "parenthesized_expression"}
+)
 _SCRIPT_DECORATORS = frozenset({"decorator"})
 
 
@@ -400,7 +402,7 @@ def _script_items(
         if child.type in _COMMENTS:
             continue
         span = child
-        while child.type in _SCRIPT_WRAPPERS:  # export, declare, `namespace X {}`
+        while child.type in _SCRIPT_WRAPPERS:  # export, declare, `namespace X {}`, `(...)`
             inner = child.child_by_field_name("declaration")
             if inner is None:
                 named = [c for c in child.named_children if c.type not in _SCRIPT_DECORATORS]
@@ -459,10 +461,14 @@ def _script_item(
         if value is not None and value.type in _FUNCTION_VALUES and name:
             node_id = out.add("method", [*prefix, name], span, parent, first)
             _script_body(value, out, node_id, [*prefix, name])
+    elif kind == "call_expression":  # `(function () { ... })()`: a module's whole body
+        function = _immediately_invoked(child)
+        if function is not None:
+            _script_body(function, out, parent or out.file_path, prefix)
     elif kind in ("lexical_declaration", "variable_declaration"):
         declarators = [c for c in child.named_children if c.type == "variable_declarator"]
         for declarator in declarators:
-            value = declarator.child_by_field_name("value")
+            value = _unparenthesized(declarator.child_by_field_name("value"))
             name = _name(declarator)
             if value is None or not name:
                 continue
@@ -480,6 +486,22 @@ def _script_item(
 _MEMBER_HOLDERS = frozenset(
     {"class_declaration", "abstract_class_declaration", "class", "interface_declaration"}
 )
+
+
+def _immediately_invoked(call: Node) -> Node | None:
+    """The function an immediately invoked function expression calls (also through
+    ``.call(this)``), whose definitions count as the file's own (UMD bundles, lodash)."""
+    callee = _unparenthesized(call.child_by_field_name("function"))
+    if callee is not None and callee.type == "member_expression":
+        callee = _unparenthesized(callee.child_by_field_name("object"))
+    return callee if callee is not None and callee.type in _FUNCTION_VALUES else None
+
+
+def _unparenthesized(node: Node | None) -> Node | None:
+    while node is not None and node.type == "parenthesized_expression":
+        named = node.named_children
+        node = named[0] if len(named) == 1 else None
+    return node
 
 
 def _script_body(function: Node, out: _Symbols, parent: str, prefix: list[str]) -> None:

@@ -532,6 +532,23 @@ SHAPES = {
             ("function", "log", 17, 18),
         ],
     ),
+    "lib/bundle.js": (
+        """
+        ;(function() {
+          function helper() {}
+
+          var runInContext = (function runInContext(context) {
+            function baseGet() {}
+            return baseGet;
+          });
+        }.call(this));
+        """,
+        [
+            ("function", "helper", 2, 2),
+            ("function", "runInContext", 4, 7),
+            ("function", "runInContext.baseGet", 5, 5),
+        ],
+    ),
 }
 
 
