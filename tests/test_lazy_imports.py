@@ -24,7 +24,19 @@ from nervamem.cli import options, startup
 from tests.conftest import CountingRandom, FakeClock
 
 # Never on the path of store / recall / --version: each costs 10-100 ms to import.
-HEAVY = ("networkx", "rich", "tiktoken", "yaml", "pydantic", "typer.testing", "typer.rich_utils")
+HEAVY = (
+    "networkx",
+    "rich",
+    "tiktoken",
+    "yaml",
+    "pydantic",
+    "typer.testing",
+    "typer.rich_utils",
+    # The MCP SDK and what it runs on: only `nervamem mcp` serving loads them.
+    "mcp",
+    "mcp_types",
+    "anyio",
+)
 
 # Runs the real entry point in a fresh interpreter and records every module it loaded.
 PROBE = """

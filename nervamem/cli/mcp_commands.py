@@ -46,7 +46,7 @@ def mcp(
         ),
     ] = None,
 ) -> None:
-    """Serve the memory as MCP tools over stdio (for Claude Code, Cursor, Codex, Zed...).
+    """Serve the memory to MCP clients (Claude Code, Cursor, Codex...) over stdio.
 
     The client starts this command and talks to it on standard input and output. The
     tools (memory_store, memory_recall, ...) use the store and the active namespace and
