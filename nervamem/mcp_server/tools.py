@@ -473,7 +473,7 @@ class MemoryServer:
             args["kind"],
             args["content"],
             entities=args.get("entities", ()),
-            confidence=args.get("confidence", 1.0),
+            confidence=float(args.get("confidence", 1.0)),  # as the CLI parses it: 7 -> 7.0
             valid_from=args.get("valid_from"),
             supersedes=args.get("supersedes"),
             contradicts=args.get("contradicts", ()),
