@@ -68,7 +68,10 @@ def mcp(
                 f"unknown client {print_config[:40]!r}: use one of {', '.join(CLIENT_NAMES)}"
             )
         db_path = resolve_db_path(settings.db).absolute()
-        sys.stdout.write(config_for(client, _server_command(), str(db_path), settings.namespace))
+        where, snippet = config_for(client, _server_command(), str(db_path), settings.namespace)
+        # stdout is the snippet alone, ready for a file; where it goes is for the person.
+        sys.stderr.write(f"nervamem: for {client}: {where}\n")
+        sys.stdout.write(snippet)
         return
     if sys.stdin.isatty():
         raise BadInputError(

@@ -2,7 +2,8 @@
 
 Each snippet starts the server on one store, named by absolute path (``--db``): a client
 launches its servers from a folder of its choosing, so the store must not depend on it.
-Where the snippet goes is said in a comment line above it (docs/mcp.md has the same).
+A snippet is exactly what goes in the file (no comment: not every client's JSON takes
+one); where that file is, is said apart (docs/mcp.md has the same).
 """
 
 from __future__ import annotations
@@ -26,51 +27,44 @@ def _claude_code(command: str, args: Sequence[str]) -> str:
     import shlex
 
     words = ["claude", "mcp", "add", "--scope", "user", SERVER_NAME, "--", command, *args]
-    return "# Run once (--scope project writes .mcp.json for the whole team instead):\n" + (
-        " ".join(shlex.quote(word) for word in words) + "\n"
-    )
+    return " ".join(shlex.quote(word) for word in words) + "\n"
 
 
-def _mcp_servers(where: str) -> Callable[[str, Sequence[str]], str]:
-    def snippet(command: str, args: Sequence[str]) -> str:
-        entry = {"command": command, "args": list(args)}
-        return f"// {where}\n" + _json({"mcpServers": {SERVER_NAME: entry}})
-
-    return snippet
+def _mcp_servers(command: str, args: Sequence[str]) -> str:
+    return _json({"mcpServers": {SERVER_NAME: {"command": command, "args": list(args)}}})
 
 
 def _vscode(command: str, args: Sequence[str]) -> str:
     entry = {"type": "stdio", "command": command, "args": list(args)}
-    return "// .vscode/mcp.json (or 'MCP: Open User Configuration')\n" + _json(
-        {"servers": {SERVER_NAME: entry}}
-    )
+    return _json({"servers": {SERVER_NAME: entry}})
 
 
 def _zed(command: str, args: Sequence[str]) -> str:
     entry = {"source": "custom", "command": command, "args": list(args), "env": {}}
-    return "// Zed settings.json\n" + _json({"context_servers": {SERVER_NAME: entry}})
+    return _json({"context_servers": {SERVER_NAME: entry}})
 
 
 def _codex(command: str, args: Sequence[str]) -> str:
     values = ", ".join(_toml_string(arg) for arg in args)
-    return (
-        "# ~/.codex/config.toml (or .codex/config.toml in a trusted project)\n"
-        f"[mcp_servers.{SERVER_NAME}]\n"
-        f"command = {_toml_string(command)}\n"
-        f"args = [{values}]\n"
-    )
+    return f"[mcp_servers.{SERVER_NAME}]\ncommand = {_toml_string(command)}\nargs = [{values}]\n"
 
 
-CLIENTS: dict[str, Callable[[str, Sequence[str]], str]] = {
-    "claude-code": _claude_code,
-    "claude-desktop": _mcp_servers(
-        "claude_desktop_config.json (Settings > Developer > Edit Config)"
+Snippet = Callable[[str, Sequence[str]], str]
+# client -> (where the snippet goes, the snippet)
+CLIENTS: dict[str, tuple[str, Snippet]] = {
+    "claude-code": (
+        "run this once (--scope project writes .mcp.json for the whole team instead)",
+        _claude_code,
     ),
-    "cursor": _mcp_servers(".cursor/mcp.json in the project, or ~/.cursor/mcp.json"),
-    "vscode": _vscode,
-    "zed": _zed,
-    "codex": _codex,
-    "windsurf": _mcp_servers("~/.codeium/windsurf/mcp_config.json"),
+    "claude-desktop": (
+        "claude_desktop_config.json (Settings > Developer > Edit Config)",
+        _mcp_servers,
+    ),
+    "cursor": (".cursor/mcp.json in the project, or ~/.cursor/mcp.json", _mcp_servers),
+    "vscode": (".vscode/mcp.json, or 'MCP: Open User Configuration'", _vscode),
+    "zed": ("Zed's settings.json", _zed),
+    "codex": ("~/.codex/config.toml, or .codex/config.toml in a trusted project", _codex),
+    "windsurf": ("~/.codeium/windsurf/mcp_config.json", _mcp_servers),
 }
 
 
@@ -82,6 +76,10 @@ def server_arguments(db_path: str, namespace: str | None) -> list[str]:
     return [*args, "mcp"]
 
 
-def config_for(client: str, command: str, db_path: str, namespace: str | None = None) -> str:
-    """The snippet for ``client``; KeyError if nervamem knows no such client."""
-    return CLIENTS[client](command, server_arguments(db_path, namespace))
+def config_for(
+    client: str, command: str, db_path: str, namespace: str | None = None
+) -> tuple[str, str]:
+    """Where the snippet for ``client`` goes, and the snippet; KeyError if nervamem knows
+    no such client."""
+    where, snippet = CLIENTS[client]
+    return where, snippet(command, server_arguments(db_path, namespace))

@@ -28,6 +28,7 @@ from typer.testing import CliRunner
 from nervamem import MemoryStore
 from nervamem.cli import app
 from nervamem.mcp_server.tools import TOOLS
+from tests.core.test_codegraph import edit, make_repo
 from tests.reliability import harness
 from tests.reliability.test_hostile_input import HOSTILE_TEXT
 
@@ -63,12 +64,13 @@ def server_env(home: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def wire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wire]:
-    folder = tmp_path_factory.mktemp("mcp")
-    db = folder / "store" / "memory.db"
+    # The store lives in a repository, as a project's does, so the code bridge has code.
+    folder = make_repo(tmp_path_factory.mktemp("mcp") / "repo")
+    db = folder / ".nervapack" / "memory.db"
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "nervamem", "--db", str(db), "mcp"],
-        env=server_env(folder / "home"),
+        env=server_env(folder.parent / "home"),
         cwd=str(folder),
     )
     with start_blocking_portal() as portal:
@@ -186,6 +188,28 @@ def steady(document: Any) -> Any:
             {k: v for k, v in item.items() if k not in unscored} for item in document["items"]
         ]
     return document
+
+
+def test_the_code_bridge_answers_what_the_cli_prints(wire: Wire, run_cli: Any) -> None:
+    assert run_cli("code", "index").exit_code == 0
+    ns = {"namespace": "code"}
+    about = {"kind": "fact", "content": "login returns a token", "entities": ["AuthService.login"]}
+    node = wire.ok("memory_store", {**about, **ns}).structured_content["id"]
+    auth = wire.db.parent.parent / "pkg" / "auth.py"
+    edit(auth, "def login", "def login_renamed")
+    cases = [
+        ("memory_for_code", {"file_path": str(auth)}, ["code-for", str(auth)]),
+        ("memory_to_code", {"memory_id": node}, ["code-to", node]),
+        ("memory_verify_staleness", {}, ["verify-staleness"]),
+    ]
+    for tool, arguments, command in cases:
+        mcp = wire.ok(tool, {**arguments, **ns})
+        cli = run_cli("--ns", "code", *command, "-f", "markdown")
+        assert (cli.exit_code, text(mcp)) == (0, cli.stdout), tool
+        as_json = json.loads(run_cli("--ns", "code", *command, "-f", "json").stdout)
+        assert mcp.structured_content == as_json, tool
+    stale = wire.ok("memory_verify_staleness", ns).structured_content["stale"]
+    assert [item["id"] for item in stale] == [node]
 
 
 def test_errors_carry_the_cli_s_code_and_message(wire: Wire, run_cli: Any) -> None:
