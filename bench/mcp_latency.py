@@ -15,6 +15,9 @@ build), then measures, with the MCP SDK's own client over stdio, as a client run
   (``MemoryServer.call``: recall, the Markdown and the JSON document) and the core alone
   (``MemoryStore.recall``). The protocol's cost is the difference of the medians of the
   wire and of the tool layer, and, per query, the median of the paired differences.
+  Over the wire twice: with the SDK's client (its own validation included), and with a
+  bare JSON-RPC client (one line out, one line in, ``json`` only), which leaves the
+  server's and the pipes' share.
 
 Every figure is a median (or a percentile) of interleaved rounds on a shared machine; the
 load average is recorded beside them. Results go to stdout, to bench/out/mcp-<time>.json
@@ -53,6 +56,7 @@ RESULTS = HERE / "results.md"
 BEGIN, END = "<!-- mcp:begin -->", "<!-- mcp:end -->"
 BUDGET = 500
 TARGET_OVERHEAD_MS = 2.0
+PATHS = ("sdk", "bare", "tool", "core")
 
 
 def server_parameters(db: Path) -> StdioServerParameters:
@@ -62,6 +66,53 @@ def server_parameters(db: Path) -> StdioServerParameters:
         env={"PYTHONPATH": str(ROOT)},
         cwd=str(db.parent),
     )
+
+
+class BareClient:
+    """A JSON-RPC client of a few lines over the server's pipes: the least a client can
+    cost, to tell the server's and the transport's share from the SDK client's."""
+
+    def __init__(self, db: Path) -> None:
+        params = server_parameters(db)
+        self.process = subprocess.Popen(
+            [params.command, *params.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, **(params.env or {})},
+            cwd=params.cwd,
+        )
+        self.next_id = 0
+        self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"},
+            },
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        assert self.process.stdout is not None
+        reply: dict[str, Any] = json.loads(self.process.stdout.readline())
+        return reply["result"]
+
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) the server process has used so far (Linux)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
 
 
 def milliseconds(began: float) -> float:
@@ -105,32 +156,53 @@ async def measure(db: Path, *, rounds: int, repeats: int, log: Any) -> dict[str,
     )
 
     wire: list[float] = []
+    bare_wire: list[float] = []
     tool: list[float] = []
     core: list[float] = []
     paired: list[float] = []
+    bare_paired: list[float] = []
     server = MemoryServer(str(db))
     store = MemoryStore(db)
+    bare = BareClient(db)
+    tool_cpu = 0.0
     async with Client(server_parameters(db)) as client:
-        for question in questions:  # warm both sides
+        for question in questions:  # warm every side
             await client.call_tool("memory_recall", {"query": question})
+            bare.request("tools/call", {"name": "memory_recall", "arguments": {"query": question}})
             server.call("memory_recall", {"query": question})
-        for _ in range(repeats):
-            for question in questions:
+        server_cpu = bare.cpu_seconds()
+        for repeat in range(repeats):
+            for index, question in enumerate(questions):
                 arguments = {"query": question, "budget_tokens": BUDGET}
-                began = time.perf_counter()
-                result = await client.call_tool("memory_recall", arguments)
-                over_wire = milliseconds(began)
-                assert not result.is_error, result.content
-                began = time.perf_counter()
-                answer = server.call("memory_recall", arguments)
-                in_tool = milliseconds(began)
-                assert not answer.is_error, answer.text
-                began = time.perf_counter()
-                store.recall(question, budget_tokens=BUDGET)
-                core.append(milliseconds(began))
-                wire.append(over_wire)
-                tool.append(in_tool)
-                paired.append(over_wire - in_tool)
+                timings: dict[str, float] = {}
+                # The four paths in turn, in a rotating order: whichever runs first for a
+                # query pays for the cold pages, and that must not be always the same.
+                shift = (repeat + index) % 4
+                for path in (PATHS * 2)[shift : shift + 4]:
+                    began = time.perf_counter()
+                    if path == "sdk":
+                        result = await client.call_tool("memory_recall", arguments)
+                        assert not result.is_error, result.content
+                    elif path == "bare":
+                        params = {"name": "memory_recall", "arguments": arguments}
+                        reply = bare.request("tools/call", params)
+                        assert not reply.get("isError"), reply
+                    elif path == "tool":
+                        cpu = time.process_time()
+                        answer = server.call("memory_recall", arguments)
+                        tool_cpu += time.process_time() - cpu
+                        assert not answer.is_error, answer.text
+                    else:
+                        store.recall(question, budget_tokens=BUDGET)
+                    timings[path] = milliseconds(began)
+                wire.append(timings["sdk"])
+                bare_wire.append(timings["bare"])
+                tool.append(timings["tool"])
+                core.append(timings["core"])
+                paired.append(timings["sdk"] - timings["tool"])
+                bare_paired.append(timings["bare"] - timings["tool"])
+        server_cpu = bare.cpu_seconds() - server_cpu
+    bare.close()
     server.close()
     store.close()
     figures = {
@@ -140,10 +212,16 @@ async def measure(db: Path, *, rounds: int, repeats: int, log: Any) -> dict[str,
             "calls": len(wire),
             "queries": len(questions),
             "wire": summary(wire),
+            "bare_wire": summary(bare_wire),
             "tool_in_process": summary(tool),
             "core_in_process": summary(core),
             "overhead_p50_ms": statistics.median(wire) - statistics.median(tool),
             "paired_overhead_median_ms": statistics.median(paired),
+            "bare_overhead_p50_ms": statistics.median(bare_wire) - statistics.median(tool),
+            "bare_paired_overhead_median_ms": statistics.median(bare_paired),
+            # Load-independent: CPU the server spends per call, beside the tool layer's.
+            "server_cpu_per_call_ms": server_cpu * 1000 / len(bare_wire),
+            "tool_cpu_per_call_ms": tool_cpu * 1000 / len(tool),
         },
     }
     recall = figures["recall"]
@@ -152,7 +230,8 @@ async def measure(db: Path, *, rounds: int, repeats: int, log: Any) -> dict[str,
         f"{recall['tool_in_process']['p50']:.2f} ms, core recall "
         f"{recall['core_in_process']['p50']:.2f} ms; protocol "
         f"{recall['overhead_p50_ms']:.2f} ms (paired median "
-        f"{recall['paired_overhead_median_ms']:.2f} ms)"
+        f"{recall['paired_overhead_median_ms']:.2f} ms); bare client "
+        f"{recall['bare_wire']['p50']:.2f} ms, protocol {recall['bare_overhead_p50_ms']:.2f} ms"
     )
     return figures
 
@@ -189,21 +268,32 @@ def markdown(run: dict[str, Any]) -> str:
         f"{figures['cli_recall_fresh_ms']['median']:.0f} ms |",
         "",
         f"`memory_recall`, budget 500, at {size} ({recall['calls']} calls, "
-        f"{recall['queries']} queries of bench/workload.py, interleaved):",
+        f"{recall['queries']} queries of bench/workload.py, the four paths interleaved in a "
+        "rotating order):",
         "",
         "| Path | p50 | p95 |",
         "| --- | --- | --- |",
         f"| Over the protocol (SDK client, stdio) | {recall['wire']['p50']:.2f} ms | "
         f"{recall['wire']['p95']:.2f} ms |",
+        f"| Over the protocol (bare JSON-RPC client, stdio) | {recall['bare_wire']['p50']:.2f} ms "
+        f"| {recall['bare_wire']['p95']:.2f} ms |",
         f"| In-process tool call (`MemoryServer.call`: recall, Markdown, JSON document) | "
         f"{recall['tool_in_process']['p50']:.2f} ms | "
         f"{recall['tool_in_process']['p95']:.2f} ms |",
         f"| In-process core (`MemoryStore.recall`) | {recall['core_in_process']['p50']:.2f} ms "
         f"| {recall['core_in_process']['p95']:.2f} ms |",
         "",
-        f"The protocol adds {overhead:.2f} ms at the median (difference of the p50s; median "
-        f"of the paired per-call differences {recall['paired_overhead_median_ms']:.2f} ms): "
+        f"The protocol adds {overhead:.2f} ms at the median with the SDK's client "
+        f"(difference of the p50s; median of the paired per-call differences "
+        f"{recall['paired_overhead_median_ms']:.2f} ms), {recall['bare_overhead_p50_ms']:.2f} ms "
+        f"with the bare client (paired {recall['bare_paired_overhead_median_ms']:.2f} ms): "
         f"target (at most {TARGET_OVERHEAD_MS:g} ms a call) {verdict}.",
+        "",
+        f"CPU time, which the machine's load does not inflate: the server process spends "
+        f"{recall['server_cpu_per_call_ms']:.2f} ms per `memory_recall` (mean, bare client), "
+        f"the same call in-process {recall['tool_cpu_per_call_ms']:.2f} ms: the protocol's "
+        f"own work is {recall['server_cpu_per_call_ms'] - recall['tool_cpu_per_call_ms']:.2f} "
+        "ms of CPU a call on the server's side.",
         END,
     ]
     return "\n".join(lines) + "\n"
