@@ -50,9 +50,9 @@ def tool_list() -> list[types.Tool]:
             input_schema=tool.input_schema,
             annotations=types.ToolAnnotations(
                 title=tool.title,
-                read_only_hint=tool.read_only,
-                destructive_hint=tool.destructive,
-                idempotent_hint=tool.idempotent,
+                read_only_hint=tool.hints.read_only,
+                destructive_hint=tool.hints.destructive,
+                idempotent_hint=tool.hints.idempotent,
                 open_world_hint=False,
             ),
         )

@@ -73,15 +73,27 @@ class Answer(NamedTuple):
     is_error: bool = False
 
 
+class Hints(NamedTuple):
+    """What a client may show or ask before a call (MCP tool annotations)."""
+
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+
+
+READS = Hints(read_only=True, destructive=False, idempotent=True)
+ADDS = Hints(read_only=False, destructive=False, idempotent=False)
+SWITCHES = Hints(read_only=False, destructive=False, idempotent=True)
+DESTROYS = Hints(read_only=False, destructive=True, idempotent=True)
+
+
 class Tool(NamedTuple):
     name: str
     title: str
     description: str
     properties: dict[str, dict[str, Any]]
     required: tuple[str, ...]
-    read_only: bool
-    destructive: bool
-    idempotent: bool
+    hints: Hints
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -167,9 +179,7 @@ TOOLS: tuple[Tool, ...] = (
             "namespace": NAMESPACE,
         },
         ("kind", "content"),
-        read_only=False,
-        destructive=False,
-        idempotent=False,
+        ADDS,
     ),
     Tool(
         "memory_recall",
@@ -195,9 +205,7 @@ TOOLS: tuple[Tool, ...] = (
             "namespace": NAMESPACE,
         },
         ("query",),
-        read_only=True,
-        destructive=False,
-        idempotent=True,
+        READS,
     ),
     Tool(
         "memory_timeline",
@@ -211,9 +219,7 @@ TOOLS: tuple[Tool, ...] = (
             "namespace": NAMESPACE,
         },
         ("query",),
-        read_only=True,
-        destructive=False,
-        idempotent=True,
+        READS,
     ),
     Tool(
         "memory_forget",
@@ -229,9 +235,7 @@ TOOLS: tuple[Tool, ...] = (
             "namespace": NAMESPACE,
         },
         ("memory_id",),
-        read_only=False,
-        destructive=True,
-        idempotent=True,
+        DESTROYS,
     ),
     Tool(
         "memory_start_session",
@@ -244,9 +248,7 @@ TOOLS: tuple[Tool, ...] = (
             "namespace": NAMESPACE,
         },
         (),
-        read_only=False,
-        destructive=False,
-        idempotent=False,
+        ADDS,
     ),
     Tool(
         "memory_end_session",
@@ -258,9 +260,7 @@ TOOLS: tuple[Tool, ...] = (
             "session": _string("Session ID (default: the active one)."),
         },
         (),
-        read_only=False,
-        destructive=False,
-        idempotent=False,
+        ADDS,
     ),
     Tool(
         "memory_switch_namespace",
@@ -271,9 +271,7 @@ TOOLS: tuple[Tool, ...] = (
         "holds no memories yet, in case the name was mistyped.",
         {"name": _string("The namespace: 1-64 letters, digits, '.', '_' or '-'.")},
         ("name",),
-        read_only=False,
-        destructive=False,
-        idempotent=True,
+        SWITCHES,
     ),
     Tool(
         "memory_stats",
@@ -282,9 +280,7 @@ TOOLS: tuple[Tool, ...] = (
         "forgotten or waiting for consolidation, and where the store file is.",
         {"namespace": NAMESPACE},
         (),
-        read_only=True,
-        destructive=False,
-        idempotent=True,
+        READS,
     ),
     Tool(
         "memory_for_code",
@@ -300,9 +296,7 @@ TOOLS: tuple[Tool, ...] = (
             "namespace": NAMESPACE,
         },
         ("file_path",),
-        read_only=True,
-        destructive=False,
-        idempotent=True,
+        READS,
     ),
     Tool(
         "memory_to_code",
@@ -311,9 +305,7 @@ TOOLS: tuple[Tool, ...] = (
         "and whether that code changed since.",
         {"memory_id": MEMORY_ID, "namespace": NAMESPACE},
         ("memory_id",),
-        read_only=True,
-        destructive=False,
-        idempotent=True,
+        READS,
     ),
     Tool(
         "memory_verify_staleness",
@@ -323,9 +315,7 @@ TOOLS: tuple[Tool, ...] = (
         "can supersede the ones that are no longer true.",
         {"namespace": NAMESPACE},
         (),
-        read_only=True,
-        destructive=False,
-        idempotent=True,
+        READS,
     ),
     Tool(
         "memory_consolidate",
@@ -343,9 +333,7 @@ TOOLS: tuple[Tool, ...] = (
             "namespace": NAMESPACE,
         },
         (),
-        read_only=False,
-        destructive=True,
-        idempotent=True,
+        DESTROYS,
     ),
 )
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}

@@ -96,7 +96,8 @@ def test_without_the_sdk_the_command_says_which_extra_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delitem(sys.modules, "nervamem.mcp_server.server", raising=False)
-    monkeypatch.setitem(sys.modules, "mcp", None)
+    for name in [m for m in sys.modules if m == "mcp" or m.startswith("mcp.")] or ["mcp"]:
+        monkeypatch.setitem(sys.modules, name, None)  # None: "import mcp..." fails
     result = runner.invoke(app, ["--db", str(tmp_path / "m.db"), "mcp"], input="")
     assert (result.exit_code, result.stdout) == (2, "")
     assert "pip install 'nervamem[mcp]'" in result.stderr
