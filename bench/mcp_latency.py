@@ -289,8 +289,9 @@ def markdown(run: dict[str, Any]) -> str:
         f"with the bare client (paired {recall['bare_paired_overhead_median_ms']:.2f} ms): "
         f"target (at most {TARGET_OVERHEAD_MS:g} ms a call) {verdict}.",
         "",
-        f"CPU time, which the machine's load does not inflate: the server process spends "
-        f"{recall['server_cpu_per_call_ms']:.2f} ms per `memory_recall` (mean, bare client), "
+        "CPU time, less swayed by the machine's load than wall-clock time: the server "
+        f"process spends {recall['server_cpu_per_call_ms']:.2f} ms per `memory_recall` "
+        "(mean, bare client), "
         f"the same call in-process {recall['tool_cpu_per_call_ms']:.2f} ms: the protocol's "
         f"own work is {recall['server_cpu_per_call_ms'] - recall['tool_cpu_per_call_ms']:.2f} "
         "ms of CPU a call on the server's side.",
