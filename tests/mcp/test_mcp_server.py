@@ -74,7 +74,8 @@ def wire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wire]:
         cwd=str(folder),
     )
     with start_blocking_portal() as portal:
-        client = Client(params, read_timeout_seconds=60)
+        # The initialize handshake (protocol 2025-11-25), as today's clients connect.
+        client = Client(params, read_timeout_seconds=60, mode="legacy")
         with portal.wrap_async_context_manager(client):
             yield Wire(portal, client, db)
 
@@ -103,6 +104,30 @@ def test_the_tool_list_is_the_contract(wire: Wire, snapshot: Any) -> None:
         assert schema["type"] == "object" and schema["additionalProperties"] is False
         assert all(prop.get("description") for prop in schema["properties"].values()), tool
     assert tools == snapshot
+
+
+def test_a_client_of_the_newer_protocol_gets_the_same(wire: Wire) -> None:
+    """The SDK serves the 2026-07-28 protocol (no handshake) too: same tools, same answers."""
+    listed = wire.portal.call(wire.client.list_tools)
+
+    async def newer() -> tuple[Any, Any, str]:
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "nervamem", "--db", str(wire.db), "mcp"],
+            env=server_env(wire.db.parent.parent.parent / "home"),
+        )
+        async with Client(params, read_timeout_seconds=60) as client:
+            tools = await client.list_tools()
+            stats = await client.call_tool("memory_stats", {"namespace": "newer"})
+            return tools, stats, client.protocol_version
+
+    tools, stats, version = wire.portal.call(newer)
+    assert version == "2026-07-28"
+    assert tools.tools == listed.tools
+    assert (
+        stats.structured_content
+        == wire.ok("memory_stats", {"namespace": "newer"}).structured_content
+    )
 
 
 def test_the_server_says_how_to_use_it(wire: Wire) -> None:
