@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -52,6 +51,7 @@ def test_print_config(
     if client == "claude-code":
         assert shlex.split(body)[-6:] == ["nervamem", *expected]
     elif client == "codex":
+        tomllib = pytest.importorskip("tomllib")  # Python 3.11+
         server = tomllib.loads(body)["mcp_servers"]["nervamem"]
         assert server == {"command": "nervamem", "args": expected}
     else:
