@@ -234,6 +234,14 @@ def test_the_code_bridge_answers_what_the_cli_prints(wire: Wire, run_cli: Any) -
     stale = wire.ok("memory_verify_staleness", ns).structured_content["stale"]
     assert [item["id"] for item in stale] == [node]
 
+    # What the CLI warns of on stderr is part of the answer (stdout is the protocol's).
+    ambiguous = {"kind": "fact", "content": "load never caches", "entities": ["load"], **ns}
+    warned = wire.ok("memory_store", ambiguous)
+    cli = run_cli("--ns", "code", "store", "fact", "load never caches", "-e", "load")
+    (warning,) = warned.structured_content["warnings"]
+    assert cli.stderr == f"nervamem: warning: {warning}\n"
+    assert text(warned).endswith(f"\nwarning: {warning}\n")
+
 
 def test_errors_carry_the_cli_s_code_and_message(wire: Wire, run_cli: Any) -> None:
     cases = [
