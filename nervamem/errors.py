@@ -54,6 +54,13 @@ class BadInputError(NervamemError):
     exit_code = ExitCode.BAD_INPUT
 
 
+class UsageError(BadInputError):
+    """Arguments that do not parse: unknown, missing, or of the wrong type. The CLI's
+    parser (Click) reports these itself; the MCP server raises this for the same cases."""
+
+    code = "usage"
+
+
 class NotFoundError(NervamemError):
     code = "not_found"
     exit_code = ExitCode.NOT_FOUND

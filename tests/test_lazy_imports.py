@@ -35,6 +35,10 @@ HEAVY = (
     "typer.testing",
     "typer.rich_utils",
     *GRAMMAR_MODULES,  # tree-sitter: only `code index` and the code queries read other languages
+    # The MCP SDK and what it runs on: only `nervamem mcp` serving loads them.
+    "mcp",
+    "mcp_types",
+    "anyio",
 )
 
 # Runs the real entry point in a fresh interpreter and records every module it loaded.

@@ -97,29 +97,11 @@ class NervamemGroup(CompletingGroup):
         except Exception as exc:
             if os.environ.get(ENV_DEBUG) == "1":
                 raise
-            import sqlite3  # already loaded by the store; imported here only to classify
+            from ..failures import describe  # here: it imports sqlite3, which --version need not
 
-            if isinstance(exc, sqlite3.DatabaseError):
-                # A read that met a corrupt page: the store is unusable (exit 1), and
-                # saying "internal error" would send the user looking for a nervamem bug.
-                report("store_unavailable", 1, f"the store cannot be used: {exc}", argv)
-                sys.exit(1)
-            if isinstance(exc, OSError) and exc.filename:
-                import errno
-
-                from ..locate import shown_path
-
-                reason = exc.strerror or type(exc).__name__
-                where = shown_path(str(exc.filename))
-                if exc.errno == errno.ENAMETOOLONG:
-                    # A path given on the command line that no file can have: bad input.
-                    report("bad_input", 2, f"cannot use {where}: {reason}", argv)
-                    sys.exit(2)
-                # e.g. a read-only or full folder beside the store: unusable, exit 1.
-                report("store_unavailable", 1, f"cannot use {where}: {reason}", argv)
-                sys.exit(1)
-            report("internal", 1, f"internal error: {type(exc).__name__}: {exc}", argv)
-            sys.exit(1)
+            failure = describe(exc)
+            report(failure.code, failure.exit_code, failure.message, argv)
+            sys.exit(failure.exit_code)
         if standalone_mode:
             sys.exit(result if isinstance(result, int) else 0)
         return result

@@ -224,6 +224,8 @@ def run_fresh(
         proc = subprocess.run(
             [*NERVAMEM, *args],
             input=data,
+            # No input: end of file, not pytest's own stdin (`nervamem mcp` serves until then).
+            stdin=subprocess.DEVNULL if data is None else None,
             capture_output=True,
             env=env,
             timeout=timeout,
