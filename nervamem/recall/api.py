@@ -1,6 +1,7 @@
 """The recall operation of MemoryStore, as a pipeline of named steps:
 
-    validate -> search -> session context -> expansion -> damp questions -> top-k
+    validate -> search -> session context -> expansion -> rank sessions below their
+             memories -> damp questions -> top-k
              -> pack (completing only the items it may show) -> count accesses
 
 Kept apart from store.py so that write-only calls never import the ranking code. Each
@@ -24,6 +25,7 @@ from .questions import damp_questions
 from .scoring import Scored, top_k
 from .search import search
 from .session_context import session_context
+from .sessions_rank import rank_sessions
 from .tokens import get_counter
 from .validation import check_recall_request
 
@@ -80,6 +82,7 @@ def run_recall(
             kinds=kinds,
             width=_expansion_width(budget_tokens),
         )
+    rank_sessions(found)
     damp_questions(found.values())
     ranked = top_k(conn, found, reference=reference, k=_most_packable(budget_tokens))
     chosen, markdown, used = pack(
