@@ -18,7 +18,7 @@ from .. import nodes
 from ..models import RecallItem, RecallResult
 from ..timeparse import format_time, parse_time, to_datetime
 from .access_counts import count_accesses
-from .candidates import sessions_of
+from .candidates import reasons_of, sessions_of
 from .expansion import expand
 from .packing import pack
 from .questions import damp_questions
@@ -32,7 +32,7 @@ from .validation import check_recall_request
 if TYPE_CHECKING:
     from ..storage.sqlite import Storage
 
-# Items completed (session, short IDs) at a time when packing asks for one.
+# Items completed (session, short IDs, a decision's reasons) at a time when packing asks for one.
 COMPLETE_CHUNK = 16
 
 # Tokens of a typical item line (ID, date, confidence, footnote, a sentence of content).
@@ -137,6 +137,7 @@ def _item_completer(storage: Storage, ranked: list[Scored]) -> Callable[[int], R
         if index not in items:
             chunk = ranked[index : index + COMPLETE_CHUNK]
             sessions = sessions_of(conn, [s[4].id for s in chunk])
+            why = reasons_of(conn, [s[4].id for s in chunk if s[4].kind == "decision"])
             short = nodes.short_ids(storage, [*(s[4].id for s in chunk), *sessions.values()])
             for offset, (score, r, f, c, cand) in enumerate(chunk, start=index):
                 items[offset] = RecallItem(
@@ -156,6 +157,8 @@ def _item_completer(storage: Storage, ranked: list[Scored]) -> Callable[[int], R
                     session_id=sessions.get(cand.id),
                     session_short_id=short[sessions[cand.id]] if cand.id in sessions else None,
                     via=cand.via,
+                    rationale=why[cand.id][0] if cand.id in why else None,
+                    rejected=why[cand.id][1] if cand.id in why else (),
                 )
         return items[index]
 

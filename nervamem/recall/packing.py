@@ -107,12 +107,22 @@ def session_labels(items: Sequence[RecallItem]) -> dict[str, int]:
     return labels
 
 
-def item_line(item: RecallItem, label: int | None = None) -> str:
+def item_line(item: RecallItem, label: int | None = None, *, why: bool = True) -> str:
     note = f" ^{label}" if label else ""
     # Full confidence (the default) goes without a label: it says nothing that the
     # absence of a label does not, and would cost every item of a recall ~1.5 tokens.
     conf = "" if item.confidence >= 1.0 else " " + confidence_label(item.confidence)
-    return f"- [{item.short_id}] {item.valid_from[:10]}{conf}{note} — {one_line(item.content)}"
+    line = f"- [{item.short_id}] {item.valid_from[:10]}{conf}{note} — {one_line(item.content)}"
+    return line + reasons(item) if why else line
+
+
+def reasons(item: RecallItem) -> str:
+    """A decision's rationale and rejected alternatives, as the end of its line:
+    `` · why: <rationale> · rejected: <a>; <b>`` (each part only when stored)."""
+    text = f" · why: {one_line(item.rationale)}" if item.rationale else ""
+    if item.rejected:
+        text += " · rejected: " + "; ".join(one_line(r) for r in item.rejected)
+    return text
 
 
 def provenance_line(session_short_id: str, label: int) -> str:
@@ -124,13 +134,20 @@ def provenance_lines(items: Sequence[RecallItem]) -> list[str]:
 
 
 def render(
-    query: str, as_of_label: str, items: Sequence[RecallItem], used: int, budget: int
+    query: str,
+    as_of_label: str,
+    items: Sequence[RecallItem],
+    used: int,
+    budget: int,
+    terse: frozenset[str] | set[str] = frozenset(),
 ) -> str:
+    """The recall's Markdown; items whose ID is in ``terse`` are shown without their
+    reasons (the budget held the decision, not its rationale)."""
     lines = [header_line(query, as_of_label, len(items), used, budget)]
     labels = session_labels(items)
     for kind, title in SECTIONS:
         section = [
-            item_line(item, labels.get(item.session_short_id or ""))
+            item_line(item, labels.get(item.session_short_id or ""), why=item.id not in terse)
             for item in items
             if item.kind == kind
         ]
@@ -149,16 +166,18 @@ def _finalize(
     items: Sequence[RecallItem],
     budget: int,
     counter: TokenCounter,
+    terse: set[str] | None = None,
 ) -> tuple[str, int]:
     """Render with a header whose used/budget figure matches the text it heads."""
     used = 0
-    text = render(query, as_of_label, items, used, budget)
+    shown = terse or set()
+    text = render(query, as_of_label, items, used, budget, shown)
     for _ in range(5):
         measured = counter.count(text)
         if measured == used:
             break
         used = measured
-        text = render(query, as_of_label, items, used, budget)
+        text = render(query, as_of_label, items, used, budget, shown)
     return text, counter.count(text)
 
 
@@ -219,6 +238,7 @@ def pack(
     kinds_present: set[str] = set()
     labels: dict[str, int] = {}
     shown: set[str] = set()
+    terse: set[str] = set()  # decisions shown without their reasons
     for index, draft in enumerate(ranked):
         flat = one_line(draft.content)
         text = flat.lower()
@@ -230,15 +250,22 @@ def pack(
         item = complete(index) if complete else cast("RecallItem", draft)
         session = item.session_short_id
         label = (labels.get(session) or len(labels) + 1) if session else None
-        piece = item_line(item, label) + "\n"
+        extra = ""
         if item.kind not in kinds_present:
-            piece += "\n" + section_heading(SECTION_TITLE[item.kind]) + "\n"
+            extra += "\n" + section_heading(SECTION_TITLE[item.kind]) + "\n"
         if session and session not in labels:
-            piece += provenance_line(session, len(labels) + 1) + "\n"
+            extra += provenance_line(session, len(labels) + 1) + "\n"
             if not labels:
-                piece += "\n" + section_heading(PROVENANCE_TITLE) + "\n"
+                extra += "\n" + section_heading(PROVENANCE_TITLE) + "\n"
+        # A decision with its reasons if they fit, else without them.
+        piece = item_line(item, label) + "\n" + extra
         cost = meter.cost(piece)
+        if meter.tokens + cost > budget and reasons(item):
+            piece = item_line(item, label, why=False) + "\n" + extra
+            cost = meter.cost(piece)
+            terse.add(item.id)
         if meter.tokens + cost > budget:
+            terse.discard(item.id)
             continue
         meter.add(piece, cost)
         shown.add(text)
@@ -247,7 +274,7 @@ def pack(
         if session and session not in labels:
             labels[session] = len(labels) + 1
     while True:
-        text, used = _finalize(query, as_of_label, chosen, budget, counter)
+        text, used = _finalize(query, as_of_label, chosen, budget, counter, terse)
         if used <= budget:
             return chosen, text, used
         chosen.pop()  # chosen is in score order: drop the weakest

@@ -3,9 +3,15 @@ their rationale, a budget that must hold what matters."""
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
 import pytest
 
 from nervamem import MemoryStore
+from nervamem.storage.migrations import _split_sql
 
 DECISION = (
     "Use a urllib3 Retry(total=5, backoff_factor=0.5) as max_retries of the HTTPAdapter "
@@ -52,6 +58,63 @@ def test_a_query_about_the_session_itself_still_finds_it(
 ) -> None:
     # Only the title holds "review": the session is the answer.
     assert store.recall("code review", budget_tokens=500).items[0].id == task_store["s3"]
-    # A memory holds "fixes" too: it comes first, the session right after it.
+    # Memories hold "fixes" too (an action, a rationale): they come first.
     ids = [item.id for item in store.recall("review fixes", budget_tokens=500).items]
-    assert ids.index(task_store["s3"]) == 1
+    assert ids.index(task_store["s3"]) > 0
+
+
+def test_a_decision_is_found_by_its_rationale_and_rejected_alternatives(
+    store: MemoryStore, task_store: dict[str, str]
+) -> None:
+    for query in ("CVE-2018-18074", "tenacity"):
+        result = store.recall(query, budget_tokens=500)
+        assert [item.id for item in result.items][:1] == [task_store["decision"]], query
+
+
+def test_a_decision_is_shown_with_its_reasons_within_the_budget(
+    store: MemoryStore, task_store: dict[str, str]
+) -> None:
+    wide = store.recall("CVE-2018-18074", budget_tokens=500)
+    item = wide.items[0]
+    assert item.rationale is not None and "CVE-2018-18074" in item.rationale
+    assert item.rejected == ("tenacity decorators around each call",)
+    assert "why: a bare integer never retries on 429" in wide.markdown
+    assert "rejected: tenacity decorators around each call" in wide.markdown
+    # A budget that holds the decision but not its reasons shows the decision alone.
+    tight = store.recall("CVE-2018-18074", budget_tokens=70)
+    assert tight.items[0].id == task_store["decision"]
+    assert "why:" not in tight.markdown and tight.used_tokens <= 70
+
+
+def test_a_store_from_before_the_rationale_index_is_reindexed(
+    make_store: Callable[..., MemoryStore], tmp_path: Path
+) -> None:
+    path = tmp_path / "old.db"
+    with make_store(path) as old:
+        decision = old.store("decision", "Chose JWT", rationale="mobile clients need it")
+    _downgrade_to_m004(path)
+    with make_store(path) as upgraded:
+        assert [i.id for i in upgraded.recall("mobile clients").items] == [decision]
+        # The triggers follow the new column: a later decision is found by its reason too.
+        later = upgraded.store("decision", "Chose Redis", rejected=["Memcached"])
+        assert [i.id for i in upgraded.recall("memcached").items] == [later]
+
+
+def _downgrade_to_m004(path: Path) -> None:
+    """The store as nervamem wrote it before m005: mem_fts on content alone."""
+    conn = sqlite3.connect(path)
+    with conn:
+        for trigger in ("insert", "delete", "update"):
+            conn.execute(f"DROP TRIGGER mem_nodes_fts_{trigger}")
+        conn.execute("DROP TABLE mem_fts")
+        conn.execute("ALTER TABLE mem_nodes DROP COLUMN why")
+        statements = _split_sql(
+            resources.files("nervamem.storage").joinpath("schema.sql").read_text("utf-8")
+        )
+        for statement in statements:
+            if "mem_fts" in statement:
+                conn.execute(statement)
+        conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('rebuild')")
+        conn.execute("DELETE FROM mem_migrations WHERE name = 'm005_search_rationale'")
+        conn.execute("PRAGMA user_version = 4")
+    conn.close()
