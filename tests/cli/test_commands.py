@@ -110,7 +110,7 @@ def test_recall_json_contract(cli: Run, seeded: dict[str, str]) -> None:
         } <= set(item)
     markdown = cli("recall", "auth", "--format", "markdown").stdout
     # The JSON items are exactly those the Markdown shows.
-    shown = [line for line in markdown.splitlines() if line.startswith("- [")]
+    shown = [line for line in markdown.splitlines() if line.startswith("- ")]
     assert len(shown) == len(document["items"])
 
 

@@ -118,3 +118,33 @@ def _downgrade_to_m004(path: Path) -> None:
         conn.execute("DELETE FROM mem_migrations WHERE name = 'm005_search_rationale'")
         conn.execute("PRAGMA user_version = 4")
     conn.close()
+
+
+def test_a_tight_budget_gets_a_short_header_and_one_kind_no_headings(
+    store: MemoryStore, task_store: dict[str, str]
+) -> None:
+    tight = store.recall("staging proxy", budget_tokens=120, kinds=["fact"])
+    lines = tight.markdown.splitlines()
+    assert lines[0] == f"## Facts as of 2026-07-03 · {tight.used_tokens}/120 tokens"
+    assert not any(line.startswith("### ") for line in lines)
+    mixed = store.recall("how are retries configured on HTTPAdapter", budget_tokens=200)
+    assert mixed.markdown.startswith("## Recall as of 2026-07-03 · ")
+    assert "### Decisions" in mixed.markdown.splitlines()
+
+
+def test_the_relevant_decision_fits_at_80_tokens(
+    store: MemoryStore, task_store: dict[str, str]
+) -> None:
+    result = store.recall("how are retries configured on HTTPAdapter", budget_tokens=80)
+    assert result.items[0].id == task_store["decision"]
+    assert result.used_tokens <= 80
+
+
+def test_a_version_whose_validity_ends_says_until_when(
+    store: MemoryStore, task_store: dict[str, str]
+) -> None:
+    old = store.get(task_store["old"])
+    result = store.recall("max_retries", as_of=old.valid_from, budget_tokens=500)
+    shown = next(item for item in result.items if item.id == task_store["old"])
+    until = (shown.valid_until or "")[:10]
+    assert until and f"- {shown.short_id} until {until} Mount" in result.markdown
