@@ -404,6 +404,7 @@ def evaluate_corpus(
     keep_access: bool = False,
     bulk: bool = False,
     layout_cost: bool = False,
+    min_score: float = 0.0,
 ) -> Tally:
     """Ingest one corpus into a fresh store and ask all its questions at every budget."""
     tally = Tally()
@@ -422,7 +423,7 @@ def evaluate_corpus(
                     ranked = list(wide.items)
                 for budget in budgets:
                     started = time.perf_counter()
-                    result = store.recall(question.text, budget_tokens=budget)
+                    result = store.recall(question.text, budget_tokens=budget, min_score=min_score)
                     tally.seconds.append(time.perf_counter() - started)
                     score, stale = score_text(result.markdown, question)
                     tally.add("nervamem", budget, question.category, score, stale)
@@ -454,6 +455,7 @@ def evaluate(
     bulk: bool = False,
     jobs: int = 1,
     layout_cost: bool = False,
+    min_score: float = 0.0,
 ) -> Tally:
     work = [
         functools.partial(
@@ -465,6 +467,7 @@ def evaluate(
             keep_access=keep_access,
             bulk=bulk,
             layout_cost=layout_cost,
+            min_score=min_score,
         )
         for index, corpus in enumerate(corpora)
     ]
@@ -549,6 +552,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also score nervamem's ranking packed as the reference's plain lines",
     )
+    parser.add_argument(
+        "--min-score",
+        type=float,
+        default=0.0,
+        help="recall's --min-score: leave out what scores below this share of the best",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="corpora evaluated in parallel")
     parser.add_argument("--limit", type=int, default=0, help="only the first N corpora")
     parser.add_argument("--seed", type=int, default=7, help="agent set seed")
@@ -576,6 +585,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bulk=args.bulk,
         jobs=args.jobs,
         layout_cost=args.layout_cost,
+        min_score=args.min_score,
     )
     print(report(tally, budgets, title=title, show_stale=args.set == "agent"))
     print(f"({time.perf_counter() - started:.0f} s)")

@@ -22,7 +22,7 @@ from .candidates import reasons_of, sessions_of
 from .expansion import expand
 from .packing import pack
 from .questions import damp_questions
-from .scoring import Scored, top_k
+from .scoring import Scored, above_floor, top_k
 from .search import search
 from .session_context import session_context
 from .sessions_rank import rank_sessions
@@ -49,8 +49,11 @@ def run_recall(
     hops: int,
     namespace: str | None,
     tokenizer: str | None,
+    min_score: float = 0.0,
 ) -> RecallResult:
-    check_recall_request(query, budget_tokens=budget_tokens, hops=hops, kinds=kinds)
+    check_recall_request(
+        query, budget_tokens=budget_tokens, hops=hops, kinds=kinds, min_score=min_score
+    )
     counter = get_counter(tokenizer)
     ns = storage.namespace_for(namespace)
     as_of_text = None
@@ -85,6 +88,7 @@ def run_recall(
     rank_sessions(found)
     damp_questions(found.values())
     ranked = top_k(conn, found, reference=reference, k=_most_packable(budget_tokens))
+    ranked = above_floor(ranked, min_score)
     chosen, markdown, used = pack(
         query,
         mask_time[:10],

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from nervamem import MemoryStore
+from nervamem.errors import BadInputError
 from nervamem.storage.migrations import _split_sql
 
 DECISION = (
@@ -148,3 +149,26 @@ def test_a_version_whose_validity_ends_says_until_when(
     shown = next(item for item in result.items if item.id == task_store["old"])
     until = (shown.valid_until or "")[:10]
     assert until and f"- {shown.short_id} until {until} Mount" in result.markdown
+
+
+def test_min_score_leaves_out_what_is_only_loosely_related(store: MemoryStore) -> None:
+    store.start_session("API client credentials")
+    store.store("fact", "The API client keeps one requests Session per worker thread")
+    netrc = store.store("fact", "requests reads credentials from ~/.netrc when no auth is passed")
+    store.store("fact", "The API client logs each request at DEBUG level")
+    store.store("fact", "The API client sends a User-Agent header with its version")
+    trust = store.store("fact", "Session.trust_env = False stops requests reading ~/.netrc")
+    store.store("fact", "The API client session is closed when the worker stops")
+    store.end_session()
+    filled = store.recall("netrc", budget_tokens=500)
+    assert len(filled.items) > 2  # the budget is filled with the session's other notes
+    precise = store.recall("netrc", budget_tokens=500, min_score=0.8)
+    assert {item.id for item in precise.items} == {netrc, trust}
+    best = precise.items[0].score
+    assert all(item.score >= 0.8 * best for item in precise.items)
+
+
+@pytest.mark.parametrize("min_score", [-0.1, 1.5, float("nan")])
+def test_min_score_out_of_range_is_refused(store: MemoryStore, min_score: float) -> None:
+    with pytest.raises(BadInputError, match="--min-score"):
+        store.recall("anything", min_score=min_score)
