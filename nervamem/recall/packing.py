@@ -86,11 +86,10 @@ HEADER_QUERY_CHARS = 16
 # least "f-" and 4 hex digits) + " " + "\n" (no confidence label when it is 1.0, no
 # group line when its group is listed already).
 MIN_PIECE_CHARS = 2 + 6 + 1 + 1
-# The longest header title (a kind's) minus the shortest: charged up front, as the title
-# changes with the kinds shown.
-TITLE_SLACK = max(len(t) for _, t in SECTIONS) - min(
-    min(len(t) for _, t in SECTIONS), len(SHORT_MIXED_TITLE)
-)
+# How much longer the header's title can grow than the empty recall's ("Recall" under
+# FULL_HEADER_BUDGET, "Memory recall" from it, longer than any kind's title): charged up
+# front, as the title changes with the kinds shown.
+TITLE_SLACK = max(len(t) for _, t in SECTIONS) - len(SHORT_MIXED_TITLE)
 
 
 class Draft(Protocol):
