@@ -211,7 +211,7 @@ SETTING_NOTES = [
 
 
 def agent_corpora(seed: int = 7) -> list[Corpus]:
-    return [_project(seed)]
+    return [_project(seed), coding_task_corpus(seed)]
 
 
 def _project(seed: int) -> Corpus:
@@ -365,3 +365,161 @@ def _check_order(sessions: list[Session]) -> None:
                 if ref is not None and ref not in seen:
                     raise AssertionError(f"{memory.key} refers to {ref}, stored later")
             seen.add(memory.key)
+
+
+# ---------------------------------------------------------------------------- a coding task
+# Three sessions of one coding task, named after the task as docs/guide-agents.md
+# recommends, among sessions of other tasks: decisions with rationales and rejected
+# alternatives (one superseded), long commit messages recorded by the post-commit hook,
+# near-duplicate facts, and notes of the same sessions that are only loosely related.
+TASK_TITLES = (
+    "configure retries on HTTPAdapter",
+    "configure retries on HTTPAdapter: backoff on 429",
+    "configure retries on HTTPAdapter: review fixes",
+)
+OLD_RETRY_DECISION = "Mount HTTPAdapter(max_retries=3) on the API client's Session"
+RETRY_DECISION = (
+    "Use a urllib3 Retry(total=5, backoff_factor=0.5, status_forcelist=[429, 502, 503]) "
+    "as max_retries of the HTTPAdapter mounted on the API client's Session"
+)
+RETRY_RATIONALE = (
+    "a bare max_retries integer never retries on 429 or 503 responses, and urllib3 1.24.2 "
+    "or later fixes CVE-2018-18074"
+)
+RETRY_REJECTED = ("tenacity decorators around each call", "a hand-written retry loop")
+TIMEOUT_DECISION = "Every API client request passes timeout=(3.05, 27)"
+TIMEOUT_RATIONALE = "a request without a timeout can hang a worker thread forever"
+NETRC_FACTS = (
+    "requests reads credentials from ~/.netrc when a request passes no auth",
+    "Session.trust_env = False stops requests from reading ~/.netrc and proxy variables",
+)
+TASK_NOTES = (
+    "The API client keeps one requests Session per worker thread",
+    "Ran the API client tests against the staging proxy",
+    "The staging proxy drops about one request in fifty with a 502",
+    "Added a test that the API client retries a 503 response",
+    "The API client logs each request at DEBUG level",
+    "Read the urllib3 Retry documentation for the backoff formula",
+    "The API client sends a User-Agent header with the package version",
+    "The API client session is closed when the worker stops",
+)
+NEAR_DUPLICATES = (
+    "The API client base URL comes from the API_BASE_URL environment variable",
+    "The API client reads its base URL from the API_BASE_URL environment variable",
+    "API client: base URL is read from API_BASE_URL in the environment",
+)
+COMMIT_MESSAGE = (
+    "Commit {sha}: {subject}\n\n{body}\n\nThe API client now builds its Session in one place "
+    "(client/session.py), mounts the adapter for both http:// and https://, and the tests "
+    "use a fake transport instead of the staging proxy. Also renamed a few helpers, moved "
+    "the user agent string to the package metadata, and dropped the unused "
+    "client/compat.py module. Reviewed-by: the backend team\n\nDecision: see the task notes"
+)
+COMMITS = (
+    ("3f9a1c2", "Add a retry adapter to the API client", "Retries use HTTPAdapter."),
+    (
+        "8b04d7e",
+        "Retry on 429 and 5xx with exponential backoff",
+        "The adapter gets a urllib3 Retry with backoff instead of a bare integer.",
+    ),
+    ("c51e990", "Review fixes for the retry change", "Typos, docstrings and a test name."),
+)
+OTHER_TASKS = (
+    "migrate the invoices table",
+    "speed up the search indexer",
+    "fix the flaky login test",
+    "add CSV export to reports",
+    "upgrade Postgres on staging",
+    "tune the thumbnail worker pool",
+)
+
+
+def coding_task_corpus(seed: int = 7) -> Corpus:
+    rng = random.Random(seed * 1009 + 18)
+    start = START + timedelta(days=200)
+
+    def when(day: int, hour: int) -> str:
+        return (start + timedelta(days=day, hours=hour)).strftime("%Y-%m-%dT%H:%M:00Z")
+
+    sessions: list[Session] = []
+    # Other tasks first: routine notes that share the project's words.
+    for number, task in enumerate(OTHER_TASKS):
+        notes = [
+            Memory(f"o{number}-{i}", rng.choice(("fact", "action")), text, when(number, i))
+            for i, text in enumerate(
+                rng.sample(
+                    [r.format(svc=rng.choice(list(SERVICES))) for r in ROUTINE]
+                    + [
+                        "Ran the API client tests before the release",
+                        "The API client timeout was raised for the export job",
+                        "Checked the request logs of the API gateway",
+                    ],
+                    8,
+                )
+            )
+        ]
+        sessions.append(Session(task, notes, recorded_from=when(number, 0)))
+    day = len(OTHER_TASKS) + 1
+    first = [
+        Memory("d-old", "decision", OLD_RETRY_DECISION, when(day, 1), rationale="simplest"),
+        Memory("netrc-1", "fact", NETRC_FACTS[0], when(day, 2)),
+        Memory("dup-1", "fact", NEAR_DUPLICATES[0], when(day, 2)),
+        Memory(
+            "d-timeout", "decision", TIMEOUT_DECISION, when(day, 3), rationale=TIMEOUT_RATIONALE
+        ),
+        *(Memory(f"n1-{i}", "fact", text, when(day, 3)) for i, text in enumerate(TASK_NOTES[:4])),
+    ]
+    second = [
+        Memory(
+            "d-retry",
+            "decision",
+            RETRY_DECISION,
+            when(day + 2, 1),
+            supersedes="d-old",
+            rationale=RETRY_RATIONALE,
+            rejected=RETRY_REJECTED,
+        ),
+        Memory("dup-2", "fact", NEAR_DUPLICATES[1], when(day + 2, 2)),
+        *(
+            Memory(f"n2-{i}", "fact", text, when(day + 2, 2))
+            for i, text in enumerate(TASK_NOTES[4:])
+        ),
+        Memory("netrc-2", "fact", NETRC_FACTS[1], when(day + 2, 3)),
+    ]
+    third = [Memory("dup-3", "fact", NEAR_DUPLICATES[2], when(day + 4, 1))]
+    for number, (sha, subject, body) in enumerate(COMMITS):
+        text = COMMIT_MESSAGE.format(sha=sha, subject=subject, body=body)
+        memory = Memory(f"c{number}", "action", text, when(day + 2 * number, 5))
+        (first, second, third)[number].append(memory)
+    for index, (title, memories) in enumerate(
+        zip(TASK_TITLES, (first, second, third), strict=True)
+    ):
+        sessions.append(Session(title, memories, recorded_from=when(day + 2 * index, 0)))
+    questions = [
+        Question(
+            "how are retries configured on HTTPAdapter",
+            "task-decision",
+            (RETRY_DECISION,),
+            (OLD_RETRY_DECISION,),
+        ),
+        Question(
+            "retries on the API client", "task-decision", (RETRY_DECISION,), (OLD_RETRY_DECISION,)
+        ),
+        Question("CVE-2018-18074", "task-why", (RETRY_DECISION,), (OLD_RETRY_DECISION,)),
+        Question(
+            "why did we not use tenacity for retries",
+            "task-why",
+            (RETRY_DECISION,),
+            (OLD_RETRY_DECISION,),
+        ),
+        Question("why do API client requests have a timeout", "task-why", (TIMEOUT_DECISION,)),
+        Question("netrc", "task-fact", NETRC_FACTS),
+        # Any one of the near-duplicates answers it.
+        Question(
+            "where does the API client get its base URL",
+            "task-fact",
+            NEAR_DUPLICATES,
+            any_of=True,
+        ),
+    ]
+    return Corpus(f"coding-task-{seed}", sessions, questions)

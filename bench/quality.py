@@ -51,6 +51,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nervamem import MemoryStore
+from nervamem.models import RecallResult
 
 BUDGETS = (200, 500, 1000)
 DEFAULT_LOCOMO = Path(__file__).resolve().parent.parent / "../shared/data/locomo/locomo-dev.json"
@@ -77,6 +78,8 @@ class Memory:
     supersedes: str | None = None
     caused_by: tuple[str, ...] = ()
     confidence: float = 1.0
+    rationale: str | None = None  # decisions only
+    rejected: tuple[str, ...] = ()  # decisions only
 
 
 @dataclass
@@ -93,6 +96,7 @@ class Question:
     category: str
     expected: tuple[str, ...]  # texts that should appear in the recall
     forbidden: tuple[str, ...] = ()  # texts that must not (superseded versions)
+    any_of: bool = False  # one expected text is the whole answer (near-duplicates)
 
 
 @dataclass
@@ -131,7 +135,22 @@ def score_text(output: str, question: Question) -> tuple[float, int]:
     flat = normalise(output)
     found = sum(1 for text in question.expected if normalise(text) in flat)
     stale = sum(1 for text in question.forbidden if normalise(text) in flat)
+    if question.any_of:
+        return float(found > 0), stale
     return found / len(question.expected), stale
+
+
+def relevant_share(result: RecallResult, question: Question) -> float:
+    """The share of the recall's characters spent on the items that answer the question
+    (their content, plus what the line shows of their rationale): what the budget bought."""
+    wanted = [normalise(text) for text in question.expected]
+    spent = 0
+    for item in result.items:
+        content = normalise(item.content)
+        if any(text in content or content in text for text in wanted):
+            line = next((ln for ln in result.markdown.splitlines() if item.short_id in ln), "")
+            spent += len(line)
+    return spent / max(len(result.markdown), 1)
 
 
 # ---------------------------------------------------------------------------- LoCoMo
@@ -255,14 +274,18 @@ def ingest(store: MemoryStore, corpus: Corpus, *, bulk: bool = False) -> dict[st
             supersedes=ids[memory.supersedes] if memory.supersedes else None,
             caused_by=[ids[k] for k in memory.caused_by],
             confidence=memory.confidence,
+            rationale=memory.rationale,
+            rejected=memory.rejected,
         )
 
     with store.batch() if bulk else contextlib.nullcontext():
         for memory in corpus.loose:
             put(memory)
         for session in corpus.sessions:
-            if session.recorded_from and isinstance(store._clock, StepClock):
-                store._clock.now = max(store._clock.now, _moment(session.recorded_from))
+            if session.recorded_from and isinstance(store.storage.clock, StepClock):
+                store.storage.clock.now = max(
+                    store.storage.clock.now, _moment(session.recorded_from)
+                )
             store.start_session(session.title)
             for memory in session.memories:
                 put(memory)
@@ -337,6 +360,7 @@ class Tally:
     )
     stale: dict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
     used: dict[tuple[str, int], list[int]] = field(default_factory=lambda: defaultdict(list))
+    share: dict[tuple[str, int], list[float]] = field(default_factory=lambda: defaultdict(list))
     seconds: list[float] = field(default_factory=list)
 
     def add(self, system: str, budget: int, category: str, score: float, stale: int) -> None:
@@ -351,6 +375,8 @@ class Tally:
             self.stale[key] += count
         for key, used in other.used.items():
             self.used[key].extend(used)
+        for key, share in other.share.items():
+            self.share[key].extend(share)
         self.seconds.extend(other.seconds)
 
     def mean(self, system: str, budget: int, category: str) -> float:
@@ -378,6 +404,7 @@ def evaluate_corpus(
     keep_access: bool = False,
     bulk: bool = False,
     layout_cost: bool = False,
+    min_score: float = 0.0,
 ) -> Tally:
     """Ingest one corpus into a fresh store and ask all its questions at every budget."""
     tally = Tally()
@@ -388,7 +415,7 @@ def evaluate_corpus(
         try:
             ingest(store, corpus, bulk=bulk)
             # Read-only: recall skips the access bookkeeping (see the module docstring).
-            store.read_only = not keep_access
+            store.storage.read_only = not keep_access
             reference = Bm25Reference(corpus) if baseline else None
             for question in corpus.questions:
                 if layout_cost:
@@ -396,11 +423,12 @@ def evaluate_corpus(
                     ranked = list(wide.items)
                 for budget in budgets:
                     started = time.perf_counter()
-                    result = store.recall(question.text, budget_tokens=budget)
+                    result = store.recall(question.text, budget_tokens=budget, min_score=min_score)
                     tally.seconds.append(time.perf_counter() - started)
                     score, stale = score_text(result.markdown, question)
                     tally.add("nervamem", budget, question.category, score, stale)
                     tally.used[("nervamem", budget)].append(result.used_tokens)
+                    tally.share[("nervamem", budget)].append(relevant_share(result, question))
                     if layout_cost:
                         # nervamem's ranking in the reference's lines and packing: what
                         # the ranking alone is worth, apart from the layout's cost.
@@ -427,6 +455,7 @@ def evaluate(
     bulk: bool = False,
     jobs: int = 1,
     layout_cost: bool = False,
+    min_score: float = 0.0,
 ) -> Tally:
     work = [
         functools.partial(
@@ -438,6 +467,7 @@ def evaluate(
             keep_access=keep_access,
             bulk=bulk,
             layout_cost=layout_cost,
+            min_score=min_score,
         )
         for index, corpus in enumerate(corpora)
     ]
@@ -487,7 +517,11 @@ def report(tally: Tally, budgets: Sequence[int], *, title: str, show_stale: bool
         for budget in budgets:
             used = tally.used.get(("nervamem", budget))
             if used:
-                lines.append(f"mean tokens used at {budget}: {statistics.fmean(used):.0f}")
+                share = statistics.fmean(tally.share[("nervamem", budget)])
+                lines.append(
+                    f"mean tokens used at {budget}: {statistics.fmean(used):.0f}, "
+                    f"share of the text on relevant items {share:.2f}"
+                )
         lines.append(
             f"{len(ordered)} recalls, p50 {ordered[len(ordered) // 2] * 1000:.2f} ms, "
             f"p95 {ordered[int(len(ordered) * 0.95)] * 1000:.2f} ms"
@@ -518,6 +552,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also score nervamem's ranking packed as the reference's plain lines",
     )
+    parser.add_argument(
+        "--min-score",
+        type=float,
+        default=0.0,
+        help="recall's --min-score: leave out what scores below this share of the best",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="corpora evaluated in parallel")
     parser.add_argument("--limit", type=int, default=0, help="only the first N corpora")
     parser.add_argument("--seed", type=int, default=7, help="agent set seed")
@@ -545,6 +585,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bulk=args.bulk,
         jobs=args.jobs,
         layout_cost=args.layout_cost,
+        min_score=args.min_score,
     )
     print(report(tally, budgets, title=title, show_stale=args.set == "agent"))
     print(f"({time.perf_counter() - started:.0f} s)")

@@ -75,6 +75,8 @@ class RecallItem:
     session_id: str | None
     session_short_id: str | None
     via: str  # "search" or "expansion"
+    rationale: str | None = None  # decisions: why (``--rationale``)
+    rejected: tuple[str, ...] = ()  # decisions: the alternatives rejected (``--rejected``)
 
 
 @dataclass(frozen=True)

@@ -250,7 +250,11 @@ class MemoryStore:
         hops: int = 2,
         namespace: str | None = None,
         tokenizer: str | None = None,
+        min_score: float = 0.0,
     ) -> RecallResult:
+        """What best answers ``query`` within ``budget_tokens`` (docs/recall.md).
+        ``min_score`` (0 to 1) leaves out memories scoring below that share of the best
+        one's score, even when the budget has room for them; 0 fills the budget."""
         from .recall.api import run_recall
 
         return run_recall(
@@ -262,6 +266,7 @@ class MemoryStore:
             hops=hops,
             namespace=namespace,
             tokenizer=tokenizer,
+            min_score=min_score,
         )
 
     def timeline(

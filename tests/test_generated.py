@@ -269,7 +269,7 @@ def test_agent_dispatcher_in_the_guide_works(
     assert re.fullmatch(r"f_[0-9a-f]+", node_id), node_id
     recalled = run("memory_recall", {"query": "quoted single", "budget": 300})
     assert tricky in recalled, recalled
-    shown = re.findall(r"\[f-([0-9a-f]{4,16})\]", recalled)
+    shown = re.findall(r"^- f-([0-9a-f]{4,16}) ", recalled, re.M)
     assert any(node_id[-16:].startswith(digits) for digits in shown), recalled
     timeline = run("memory_timeline", {"query": "whoami"})
     assert tricky in timeline, timeline

@@ -184,6 +184,14 @@ def recall(
     namespace: NsOption = None,
     fmt: FormatOption = None,
     tokenizer: Annotated[str | None, typer.Option("--tokenizer", help="char or tiktoken.")] = None,
+    min_score: Annotated[
+        float,
+        typer.Option(
+            "--min-score",
+            help="Leave out memories scoring below this share of the best one (0-1). "
+            "Default 0: fill the budget.",
+        ),
+    ] = 0.0,
 ) -> None:
     """Recall what is relevant to QUERY, within a token budget.
 
@@ -192,6 +200,7 @@ def recall(
       nervamem recall "auth mechanism"
       nervamem recall "auth mechanism" --as-of 2026-03-15 --budget 300
       nervamem recall "why JWT" --kind decision --format json
+      nervamem recall netrc --min-score 0.3
     """
     output = output_format(ctx, fmt)
     text = _read_stdin("query") if query == "-" else query
@@ -203,6 +212,7 @@ def recall(
             kinds=kind or None,
             hops=hops,
             tokenizer=tokenizer or root_settings(ctx).tokenizer,
+            min_score=min_score,
         )
     emit("recall", result, output)
 

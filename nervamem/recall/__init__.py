@@ -12,6 +12,7 @@ it in this list; none imports the CLI or a renderer):
     questions.py        a memory that asks is answered by the one after it
     session_context.py  what was recorded next to a hit in its session
     expansion.py        graph neighbours of the best candidates
+    sessions_rank.py    a session node ranks below the memories found
     scoring.py          relevance x recency x frequency x connectivity; the top k
     packing.py          the Markdown of a recall, packed within the budget
     validation.py       what recall and timeline refuse

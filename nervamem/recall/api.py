@@ -1,6 +1,7 @@
 """The recall operation of MemoryStore, as a pipeline of named steps:
 
-    validate -> search -> session context -> expansion -> damp questions -> top-k
+    validate -> search -> session context -> expansion -> rank sessions below their
+             memories -> damp questions -> top-k
              -> pack (completing only the items it may show) -> count accesses
 
 Kept apart from store.py so that write-only calls never import the ranking code. Each
@@ -17,20 +18,21 @@ from .. import nodes
 from ..models import RecallItem, RecallResult
 from ..timeparse import format_time, parse_time, to_datetime
 from .access_counts import count_accesses
-from .candidates import sessions_of
+from .candidates import reasons_of, sessions_of
 from .expansion import expand
 from .packing import pack
 from .questions import damp_questions
-from .scoring import Scored, top_k
+from .scoring import Scored, above_floor, top_k
 from .search import search
 from .session_context import session_context
+from .sessions_rank import rank_sessions
 from .tokens import get_counter
 from .validation import check_recall_request
 
 if TYPE_CHECKING:
     from ..storage.sqlite import Storage
 
-# Items completed (session, short IDs) at a time when packing asks for one.
+# Items completed (session, short IDs, a decision's reasons) at a time when packing asks for one.
 COMPLETE_CHUNK = 16
 
 # Tokens of a typical item line (ID, date, confidence, footnote, a sentence of content).
@@ -47,8 +49,11 @@ def run_recall(
     hops: int,
     namespace: str | None,
     tokenizer: str | None,
+    min_score: float = 0.0,
 ) -> RecallResult:
-    check_recall_request(query, budget_tokens=budget_tokens, hops=hops, kinds=kinds)
+    check_recall_request(
+        query, budget_tokens=budget_tokens, hops=hops, kinds=kinds, min_score=min_score
+    )
     counter = get_counter(tokenizer)
     ns = storage.namespace_for(namespace)
     as_of_text = None
@@ -80,8 +85,10 @@ def run_recall(
             kinds=kinds,
             width=_expansion_width(budget_tokens),
         )
+    rank_sessions(found)
     damp_questions(found.values())
     ranked = top_k(conn, found, reference=reference, k=_most_packable(budget_tokens))
+    ranked = above_floor(ranked, min_score)
     chosen, markdown, used = pack(
         query,
         mask_time[:10],
@@ -134,6 +141,7 @@ def _item_completer(storage: Storage, ranked: list[Scored]) -> Callable[[int], R
         if index not in items:
             chunk = ranked[index : index + COMPLETE_CHUNK]
             sessions = sessions_of(conn, [s[4].id for s in chunk])
+            why = reasons_of(conn, [s[4].id for s in chunk if s[4].kind == "decision"])
             short = nodes.short_ids(storage, [*(s[4].id for s in chunk), *sessions.values()])
             for offset, (score, r, f, c, cand) in enumerate(chunk, start=index):
                 items[offset] = RecallItem(
@@ -153,6 +161,8 @@ def _item_completer(storage: Storage, ranked: list[Scored]) -> Callable[[int], R
                     session_id=sessions.get(cand.id),
                     session_short_id=short[sessions[cand.id]] if cand.id in sessions else None,
                     via=cand.via,
+                    rationale=why[cand.id][0] if cand.id in why else None,
+                    rejected=why[cand.id][1] if cand.id in why else (),
                 )
         return items[index]
 

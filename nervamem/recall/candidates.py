@@ -52,6 +52,26 @@ def degrees(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, int]:
     return counts
 
 
+def reasons_of(
+    conn: sqlite3.Connection, ids: Sequence[str]
+) -> dict[str, tuple[str | None, tuple[str, ...]]]:
+    """Rationale and rejected alternatives of the decisions among ``ids`` that have any
+    (``data``'s ``rationale`` and ``rejected``, as ``store decision`` writes them)."""
+    if not ids:
+        return {}
+    import json  # only when a decision is shown
+
+    found: dict[str, tuple[str | None, tuple[str, ...]]] = {}
+    for node_id, rationale, rejected in conn.execute(
+        "SELECT id, json_extract(data, '$.rationale'), json_extract(data, '$.rejected') "
+        f"FROM mem_nodes WHERE id IN ({','.join('?' * len(ids))}) AND why IS NOT NULL",
+        list(ids),
+    ):
+        alternatives = tuple(str(a) for a in json.loads(rejected)) if rejected else ()
+        found[node_id] = (rationale, alternatives)
+    return found
+
+
 def sessions_of(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for start in range(0, len(ids), 500):

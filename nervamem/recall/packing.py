@@ -2,35 +2,49 @@
 
 Invariant (never break it): the text returned by :func:`pack` measures at most
 ``budget`` tokens under the given counter. Items are chosen greedily by score; each one
-is charged what it adds to the text: its line, its section heading if it opens one, and
-its session's provenance line if it is the first item of that session. concepts.md keeps
-a fixed 10 % of the budget for the footer; charging the footer item by item keeps that
-room exactly as large as the footer needs, so no budget is left empty and no item is
-dropped after the fact. An item that does not fit is skipped and smaller ones after it
-may still fit. A memory whose content repeats, word for word, one already chosen is
-shown once (the best-scoring copy). The final text is then measured exactly and the
-lowest-scoring items are dropped until it fits. A budget that cannot hold even the empty
-header is refused, never exceeded.
+is charged what it adds to the text: its line, the line of its group (session and date)
+if it opens one, and the headings it brings (the first item of a second kind brings
+both kinds' headings). concepts.md keeps a fixed 10 % of the budget for a footer; this
+layout has none: provenance is in the group lines. An item that does not fit is skipped
+and smaller ones after it may still fit. A memory whose content repeats, word for word,
+one already chosen is shown once (the best-scoring copy). The final text is then
+measured exactly and the lowest-scoring items are dropped until it fits. A budget that
+cannot hold even the empty header is refused, never exceeded.
 
-Layout of an item line (docs/recall.md): ``- [<short id>] <valid_from date> c<confidence>
-^<n> — <content>``, confidence with as few decimals as it needs (``c0.9``, ``c0.85``)
-and left out when it is full (1.0, the default: most memories), ``^<n>`` the footnote of
-the item's session (none without a session); the content on one line, its control
-characters escaped (``\\x1b``, nervamem/visible.py) before it is measured. Every
-character here is paid for by every item: at a 200-token budget these labels and the
-header decide whether a third or fourth memory fits (bench/quality.py measures it).
-Provenance: one line per session, ``^<n>: <session short id>``, numbered in the order
-the items (best first) cite them.
+Layout (docs/recall.md)::
+
+    ## Memory recall: "why JWT for auth" (as of 2026-07-03 · 3 items · 91/500 tokens)
+
+    ### Decisions
+
+    s-9e37 2026-06-01
+    - d-78dd c0.9 Chose JWT over session cookies · why: mobile clients
+
+    ### Facts
+
+    s-9e37 2026-07-03
+    - f-1715 auth_service issues 15-minute access tokens
+
+The header is short below FULL_HEADER_BUDGET tokens (``## Recall as of 2026-07-03 ·
+91/200 tokens``) and names the kind when only one kind is shown (``## Facts ...``), in
+which case there are no section headings. Within a section, the items that share a
+session and a ``valid_from`` date are listed under one group line naming both (date
+alone without a session), groups in the order of their best item. Item line:
+``- <short id>[ c<confidence>][ until <date>] <content>[ · why: ...][ · rejected: ...]``,
+confidence with as few decimals as it needs and left out when it is full (1.0, the
+default), ``until`` only for a memory whose validity has an end. The content is on one
+line, its control characters escaped (``\\x1b``, nervamem/visible.py) before it is
+measured. Every character here is paid for by every item: at a 200-token budget the
+layout decides whether a third or fourth memory fits (bench/quality.py measures it).
 
 Why recall's Markdown is built here and not in render/markdown.py: the budget is a
 property of the exact text, so what chooses the items must measure the very characters
 that are printed, piece by piece while it packs and whole at the end. The layout
-functions below (header, section heading, item line, provenance line) are the only
-place that text is spelled, and :func:`pack` charges each item the pieces they return.
-The Markdown renderer prints ``RecallResult.markdown`` as built (its escaping finds
-nothing left to escape; the table renderer shows it through Rich); spelling the lines in
-render/ would make recall import a renderer, or let two copies of the layout drift
-apart while the budget measured only one of them.
+functions below are the only place that text is spelled, and :func:`pack` charges each
+item the pieces they return. The Markdown renderer prints ``RecallResult.markdown`` as
+built (its escaping finds nothing left to escape; the table renderer shows it through
+Rich); spelling the lines in render/ would make recall import a renderer, or let two
+copies of the layout drift apart while the budget measured only one of them.
 """
 
 from __future__ import annotations
@@ -57,15 +71,25 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("entity", "Entities"),
 )
 SECTION_TITLE = dict(SECTIONS)
-PROVENANCE_TITLE = "Provenance"
+# The header's title when the recall shows no kind or several (then sections name them).
+MIXED_TITLE = "Memory recall"
+SHORT_MIXED_TITLE = "Recall"
+# From this budget on the header echoes the query and counts the items; below it the
+# header is "## <title> as of <date> · <used>/<budget> tokens": at 200 tokens the full
+# header cost ~19 tokens, a tenth of the budget.
+FULL_HEADER_BUDGET = 500
 # The header echoes the query's first characters only: the caller knows its query, and at
 # a 200-token budget each 16 characters of echo are 2 % of the room for memories. On the
 # LoCoMo split at 200 tokens: 24 characters 0.630, 16 and 12 both 0.634 (bench/quality.py).
 HEADER_QUERY_CHARS = 16
-# The fewest characters an item's piece adds besides its content: "- [" + a short ID (at
-# least "f-" and 4 hex digits; "pr-" is longer) + "] " + the 10-character date + " — " + "\n" (no
-# confidence label when it is 1.0, no footnote without a session).
-MIN_PIECE_CHARS = 3 + 6 + 2 + 10 + 3 + 1
+# The fewest characters an item's piece adds besides its content: "- " + a short ID (at
+# least "f-" and 4 hex digits) + " " + "\n" (no confidence label when it is 1.0, no
+# group line when its group is listed already).
+MIN_PIECE_CHARS = 2 + 6 + 1 + 1
+# How much longer the header's title can grow than the empty recall's ("Recall" under
+# FULL_HEADER_BUDGET, "Memory recall" from it, longer than any kind's title): charged up
+# front, as the title changes with the kinds shown.
+TITLE_SLACK = max(len(t) for _, t in SECTIONS) - len(SHORT_MIXED_TITLE)
 
 
 class Draft(Protocol):
@@ -76,9 +100,19 @@ class Draft(Protocol):
 
 
 # ---------------------------------------------------------------------------- layout
-def header_line(query: str, as_of_label: str, count: int, used: int, budget: int) -> str:
+def header_line(
+    query: str, as_of_label: str, count: int, used: int, budget: int, kinds: Sequence[str]
+) -> str:
+    """The first line. ``kinds``: the kinds shown; one kind names the header."""
+    full = budget >= FULL_HEADER_BUDGET
+    if len(kinds) == 1:
+        title = SECTION_TITLE[kinds[0]]
+    else:
+        title = MIXED_TITLE if full else SHORT_MIXED_TITLE
+    if not full:
+        return f"## {title} as of {as_of_label} · {used}/{budget} tokens"
     return (
-        f'## Memory recall: "{header_query(query)}" (as of {as_of_label} · '
+        f'## {title}: "{header_query(query)}" (as of {as_of_label} · '
         f"{count} item{'' if count == 1 else 's'} · {used}/{budget} tokens)"
     )
 
@@ -98,47 +132,67 @@ def confidence_label(confidence: float) -> str:
     return "c" + (text + "0" if text.endswith(".") else text)
 
 
-def session_labels(items: Sequence[RecallItem]) -> dict[str, int]:
-    """Footnote number of each session: 1, 2, ... in the order items first cite it."""
-    labels: dict[str, int] = {}
-    for item in items:
-        if item.session_short_id and item.session_short_id not in labels:
-            labels[item.session_short_id] = len(labels) + 1
-    return labels
+def group_key(item: RecallItem) -> str | None:
+    """The group line of an item: its session's short ID and its valid_from date. None
+    for what was stored outside a session (sessions and entities too): its line carries
+    its date."""
+    if not item.session_short_id:
+        return None
+    return f"{item.session_short_id} {item.valid_from[:10]}"
 
 
-def item_line(item: RecallItem, label: int | None = None) -> str:
-    note = f" ^{label}" if label else ""
+def item_line(item: RecallItem, *, why: bool = True) -> str:
     # Full confidence (the default) goes without a label: it says nothing that the
     # absence of a label does not, and would cost every item of a recall ~1.5 tokens.
     conf = "" if item.confidence >= 1.0 else " " + confidence_label(item.confidence)
-    return f"- [{item.short_id}] {item.valid_from[:10]}{conf}{note} — {one_line(item.content)}"
+    # A memory shown although its validity ends (--as-of before a later version, or a
+    # version superseded from a later date) says until when: never taken for current.
+    until = f" until {item.valid_until[:10]}" if item.valid_until else ""
+    date = "" if item.session_short_id else " " + item.valid_from[:10]
+    line = f"- {item.short_id}{date}{conf}{until} {one_line(item.content)}"
+    return line + reasons(item) if why else line
 
 
-def provenance_line(session_short_id: str, label: int) -> str:
-    return f"^{label}: {session_short_id}"
+def reasons(item: RecallItem) -> str:
+    """A decision's rationale and rejected alternatives, as the end of its line:
+    `` · why: <rationale> · rejected: <a>; <b>`` (each part only when stored)."""
+    text = f" · why: {one_line(item.rationale)}" if item.rationale else ""
+    if item.rejected:
+        text += " · rejected: " + "; ".join(one_line(r) for r in item.rejected)
+    return text
 
 
-def provenance_lines(items: Sequence[RecallItem]) -> list[str]:
-    return [provenance_line(session, n) for session, n in session_labels(items).items()]
+def kinds_of(items: Sequence[RecallItem]) -> list[str]:
+    present = {item.kind for item in items}
+    return [kind for kind, _ in SECTIONS if kind in present]
 
 
 def render(
-    query: str, as_of_label: str, items: Sequence[RecallItem], used: int, budget: int
+    query: str,
+    as_of_label: str,
+    items: Sequence[RecallItem],
+    used: int,
+    budget: int,
+    terse: frozenset[str] | set[str] = frozenset(),
 ) -> str:
-    lines = [header_line(query, as_of_label, len(items), used, budget)]
-    labels = session_labels(items)
-    for kind, title in SECTIONS:
-        section = [
-            item_line(item, labels.get(item.session_short_id or ""))
-            for item in items
-            if item.kind == kind
-        ]
-        if section:
-            lines += ["", section_heading(title), *section]
-    provenance = provenance_lines(items)
-    if provenance:
-        lines += ["", section_heading(PROVENANCE_TITLE), *provenance]
+    """The recall's Markdown; items whose ID is in ``terse`` are shown without their
+    reasons (the budget held the decision, not its rationale)."""
+    kinds = kinds_of(items)
+    lines = [header_line(query, as_of_label, len(items), used, budget, kinds)]
+    for kind in kinds:
+        if len(kinds) > 1:
+            lines += ["", section_heading(SECTION_TITLE[kind])]
+        # Lines of memories without a session first, then each group under its line.
+        groups: dict[str | None, list[str]] = {None: []}
+        for item in items:
+            if item.kind == kind:
+                line = item_line(item, why=item.id not in terse)
+                groups.setdefault(group_key(item), []).append(line)
+        lines += groups.pop(None)
+        for key, members in groups.items():
+            if lines[-1].startswith("- "):
+                lines.append("")  # else the group line would continue the list item
+            lines += [key or "", *members]
     return "\n".join(lines) + "\n"
 
 
@@ -149,16 +203,18 @@ def _finalize(
     items: Sequence[RecallItem],
     budget: int,
     counter: TokenCounter,
+    terse: set[str] | None = None,
 ) -> tuple[str, int]:
     """Render with a header whose used/budget figure matches the text it heads."""
     used = 0
-    text = render(query, as_of_label, items, used, budget)
+    shown = terse or set()
+    text = render(query, as_of_label, items, used, budget, shown)
     for _ in range(5):
         measured = counter.count(text)
         if measured == used:
             break
         used = measured
-        text = render(query, as_of_label, items, used, budget)
+        text = render(query, as_of_label, items, used, budget, shown)
     return text, counter.count(text)
 
 
@@ -211,14 +267,15 @@ def pack(
         raise BadInputError(
             f"--budget {budget} is too small: the recall header alone needs {empty_used} tokens"
         )
-    # The header grows once items are in: a longer item count, a longer used figure and
-    # "items" for "item". Charge that up front.
-    header_growth = " " * (len(str(len(ranked))) + len(str(budget)) + 1)
+    # The header grows once items are in: a longer item count, a longer used figure,
+    # "items" for "item", and a kind's title for the mixed one. Charge that up front.
+    header_growth = " " * (len(str(len(ranked))) + len(str(budget)) + 1 + TITLE_SLACK)
     meter = _Meter(counter, empty_text + header_growth)
     chosen: list[RecallItem] = []
-    kinds_present: set[str] = set()
-    labels: dict[str, int] = {}
+    kinds_present: list[str] = []
+    groups: set[tuple[str, str | None]] = set()
     shown: set[str] = set()
+    terse: set[str] = set()  # decisions shown without their reasons
     for index, draft in enumerate(ranked):
         flat = one_line(draft.content)
         text = flat.lower()
@@ -228,26 +285,34 @@ def pack(
         if least is not None and meter.tokens + least > budget:
             continue  # cannot fit, whatever its ID, date and footnote
         item = complete(index) if complete else cast("RecallItem", draft)
-        session = item.session_short_id
-        label = (labels.get(session) or len(labels) + 1) if session else None
-        piece = item_line(item, label) + "\n"
+        key = group_key(item)
+        extra = ""
         if item.kind not in kinds_present:
-            piece += "\n" + section_heading(SECTION_TITLE[item.kind]) + "\n"
-        if session and session not in labels:
-            piece += provenance_line(session, len(labels) + 1) + "\n"
-            if not labels:
-                piece += "\n" + section_heading(PROVENANCE_TITLE) + "\n"
+            # The second kind brings both headings; later ones their own.
+            for kind in kinds_present[:1] if len(kinds_present) == 1 else []:
+                extra += "\n" + section_heading(SECTION_TITLE[kind]) + "\n"
+            if kinds_present:
+                extra += "\n" + section_heading(SECTION_TITLE[item.kind]) + "\n"
+        if key and (item.kind, key) not in groups:
+            extra += "\n" + key + "\n"  # at most: no blank line right after a heading
+        # A decision with its reasons if they fit, else without them.
+        piece = item_line(item) + "\n" + extra
         cost = meter.cost(piece)
+        if meter.tokens + cost > budget and reasons(item):
+            piece = item_line(item, why=False) + "\n" + extra
+            cost = meter.cost(piece)
+            terse.add(item.id)
         if meter.tokens + cost > budget:
+            terse.discard(item.id)
             continue
         meter.add(piece, cost)
         shown.add(text)
         chosen.append(item)
-        kinds_present.add(item.kind)
-        if session and session not in labels:
-            labels[session] = len(labels) + 1
+        if item.kind not in kinds_present:
+            kinds_present.append(item.kind)
+        groups.add((item.kind, key))
     while True:
-        text, used = _finalize(query, as_of_label, chosen, budget, counter)
+        text, used = _finalize(query, as_of_label, chosen, budget, counter, terse)
         if used <= budget:
             return chosen, text, used
         chosen.pop()  # chosen is in score order: drop the weakest

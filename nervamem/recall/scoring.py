@@ -44,6 +44,15 @@ def connectivity(degree: int) -> float:
     return 1.0 + 0.1 * math.log1p(max(degree, 0))
 
 
+def above_floor(ranked: list[Scored], floor: float) -> list[Scored]:
+    """The ranked candidates (best first) whose score is at least ``floor`` times the
+    best one's."""
+    if not ranked or floor <= 0.0:
+        return ranked
+    least = floor * ranked[0][0]
+    return [scored for scored in ranked if scored[0] >= least]
+
+
 def top_k(
     conn: sqlite3.Connection, found: dict[str, Candidate], *, reference: datetime, k: int
 ) -> list[Scored]:

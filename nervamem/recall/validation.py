@@ -15,12 +15,19 @@ MAX_TIMELINE_LIMIT = 100_000
 
 
 def check_recall_request(
-    query: str, *, budget_tokens: int, hops: int, kinds: Sequence[str] | None
+    query: str,
+    *,
+    budget_tokens: int,
+    hops: int,
+    kinds: Sequence[str] | None,
+    min_score: float = 0.0,
 ) -> None:
     if isinstance(budget_tokens, bool) or not 1 <= budget_tokens <= MAX_BUDGET:
         raise BadInputError(f"--budget must be between 1 and {MAX_BUDGET}, not {budget_tokens}")
     if not 0 <= hops <= MAX_HOPS:
         raise BadInputError(f"--hops must be between 0 and {MAX_HOPS}, not {hops}")
+    if not 0.0 <= min_score <= 1.0:  # NaN fails too
+        raise BadInputError(f"--min-score must be between 0 and 1, not {min_score}")
     for kind in kinds or ():
         if kind not in NODE_KINDS:
             raise BadInputError(f"unknown kind {kind[:40]!r}: use one of {', '.join(NODE_KINDS)}")

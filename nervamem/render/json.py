@@ -42,6 +42,8 @@ def _recall_item(item: RecallItem) -> dict[str, Any]:
         "recorded_at": item.recorded_at,
         "session": item.session_id,
         "via": item.via,
+        "rationale": item.rationale,
+        "rejected": list(item.rejected),
     }
 
 

@@ -102,11 +102,64 @@ def m004_search_index_repair(conn: sqlite3.Connection) -> None:
         search_index.rebuild(conn)
 
 
+# What m005 indexes beside a node's content: a decision's rationale and the alternatives
+# it rejected (``data``'s ``rationale`` and ``rejected``, the latter as its JSON text,
+# whose brackets and quotes the tokenizer drops). A virtual generated column: computed
+# where read (the triggers and a rebuild), stored nowhere.
+WHY_COLUMN = (
+    "why TEXT GENERATED ALWAYS AS (CASE WHEN kind = 'decision' THEN nullif(trim("
+    "coalesce(json_extract(data, '$.rationale'), '') || ' ' || "
+    "coalesce(json_extract(data, '$.rejected'), '')), '') END) VIRTUAL"
+)
+
+
+def m005_search_rationale(conn: sqlite3.Connection) -> None:
+    """A decision's rationale and rejected alternatives are searchable: the full-text
+    index gets a second column, ``why`` (WHY_COLUMN), filled from mem_nodes like
+    ``content``. The index is made again with both columns, so a store written before
+    finds its decisions by their reasons too. Triggers follow ``data`` as well as
+    ``content``, each removing exactly the values it indexed. A store that has the
+    column already (its version number was set back by hand) is left as it is."""
+    if any(row[1] == "why" for row in conn.execute("PRAGMA table_xinfo(mem_nodes)")):
+        return
+    conn.execute(f"ALTER TABLE mem_nodes ADD COLUMN {WHY_COLUMN}")
+    for trigger in ("insert", "delete", "update"):
+        conn.execute(f"DROP TRIGGER mem_nodes_fts_{trigger}")
+    conn.execute("DROP TABLE mem_fts")
+    conn.execute(
+        "CREATE VIRTUAL TABLE mem_fts USING fts5 (content, why, content = 'mem_nodes', "
+        "content_rowid = 'seq', tokenize = 'porter unicode61 remove_diacritics 2')"
+    )
+    conn.execute(
+        """CREATE TRIGGER mem_nodes_fts_insert AFTER INSERT ON mem_nodes BEGIN
+    INSERT INTO mem_fts (rowid, content, why) VALUES (new.seq, new.content, new.why);
+END"""
+    )
+    conn.execute(
+        """CREATE TRIGGER mem_nodes_fts_delete AFTER DELETE ON mem_nodes BEGIN
+    INSERT INTO mem_fts (mem_fts, rowid, content, why)
+        VALUES ('delete', old.seq, old.content, old.why);
+END"""
+    )
+    # Sessions rewrite data when they end; their why stays NULL, so only a changed
+    # content or why touches the index.
+    conn.execute(
+        """CREATE TRIGGER mem_nodes_fts_update AFTER UPDATE OF content, data ON mem_nodes
+    WHEN old.content IS NOT new.content OR old.why IS NOT new.why BEGIN
+    INSERT INTO mem_fts (mem_fts, rowid, content, why)
+        VALUES ('delete', old.seq, old.content, old.why);
+    INSERT INTO mem_fts (rowid, content, why) VALUES (new.seq, new.content, new.why);
+END"""
+    )
+    conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('rebuild')")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_node_degree", m002_node_degree),
     ("m003_id_random_part", m003_id_random_part),
     ("m004_search_index_repair", m004_search_index_repair),
+    ("m005_search_rationale", m005_search_rationale),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -110,7 +110,7 @@ def test_recall_json_contract(cli: Run, seeded: dict[str, str]) -> None:
         } <= set(item)
     markdown = cli("recall", "auth", "--format", "markdown").stdout
     # The JSON items are exactly those the Markdown shows.
-    shown = [line for line in markdown.splitlines() if line.startswith("- [")]
+    shown = [line for line in markdown.splitlines() if line.startswith("- ")]
     assert len(shown) == len(document["items"])
 
 
@@ -377,3 +377,16 @@ def test_a_malformed_short_id_is_refused_with_one_line(cli: Run, ref: str) -> No
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1 and "short ID" in result.stderr
+
+
+def test_recall_min_score_out_of_range_is_one_line_and_exit_2(
+    cli: Run, seeded: dict[str, str]
+) -> None:
+    result = cli("recall", "auth", "--min-score", "1.5")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "nervamem: error: --min-score must be between 0 and 1, not 1.5"
+    ]
+    kept = json.loads(cli("recall", "auth", "--min-score", "0.9", "-f", "json").stdout)
+    best = kept["items"][0]["score"]
+    assert all(item["score"] >= 0.9 * best for item in kept["items"])

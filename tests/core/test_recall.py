@@ -168,14 +168,17 @@ def test_budget_is_hard_and_header_is_truthful(store: MemoryStore) -> None:
     )
 
 
-def test_layout_sections_and_provenance(store: MemoryStore, auth_store: dict[str, str]) -> None:
-    markdown = store.recall("auth").markdown
-    lines = markdown.splitlines()
+def test_layout_sections_and_session_groups(store: MemoryStore, auth_store: dict[str, str]) -> None:
+    result = store.recall("auth")
+    lines = result.markdown.splitlines()
     assert lines[0].startswith('## Memory recall: "auth" (as of 2026-07-03 · ')
     headings = [line for line in lines if line.startswith("### ")]
     assert headings[0] == "### Decisions"
-    assert headings[-1] == "### Provenance"
+    assert "### Provenance" not in headings  # provenance is in the group lines
     assert headings.index("### Facts") < headings.index("### Entities")
+    decision = next(item for item in result.items if item.id == auth_store["new"])
+    at = lines.index(f"- {decision.short_id} Chose JWT for auth")
+    assert lines[at - 1] == f"{decision.session_short_id} 2026-06-01"
 
 
 def test_long_query_header_is_cut_to_60_chars(store: MemoryStore) -> None:

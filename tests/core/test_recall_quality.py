@@ -148,7 +148,7 @@ def test_session_context_respects_the_temporal_mask(store: MemoryStore) -> None:
     assert old not in ids
 
 
-def test_item_line_and_provenance_layout(store: MemoryStore) -> None:
+def test_item_line_and_session_group_layout(store: MemoryStore) -> None:
     session = store.start_session("layout")
     one = store.store("fact", "grpc uses http2", confidence=0.9)
     two = store.store("decision", "use grpc between services", confidence=0.85)
@@ -156,13 +156,15 @@ def test_item_line_and_provenance_layout(store: MemoryStore) -> None:
     result = store.recall("grpc", hops=0)
     short = {item.id: item.short_id for item in result.items}
     lines = result.markdown.splitlines()
-    assert f"- [{short[one]}] 2026-07-03 c0.9 ^1 — grpc uses http2" in lines
-    assert f"- [{short[two]}] 2026-07-03 c0.85 ^1 — use grpc between services" in lines
     session_short = result.items[0].session_short_id
     assert session_short and store.resolve_id(session_short) == session
-    # Footnote-style provenance: the session's ID once, not every item's ID again.
-    provenance = lines[lines.index("### Provenance") + 1 :]
-    assert provenance == [f"^1: {session_short}"]
+    # One group line per section names the session and the date its items share.
+    for heading, line in (
+        ("### Facts", f"- {short[one]} c0.9 grpc uses http2"),
+        ("### Decisions", f"- {short[two]} c0.85 use grpc between services"),
+    ):
+        at = lines.index(heading)
+        assert lines[at + 1 : at + 3] == [f"{session_short} 2026-07-03", line]
 
 
 def test_full_confidence_has_no_label(store: MemoryStore) -> None:
@@ -171,11 +173,12 @@ def test_full_confidence_has_no_label(store: MemoryStore) -> None:
     result = store.recall("grpc", hops=0)
     short = {item.id: item.short_id for item in result.items}
     lines = result.markdown.splitlines()
-    assert f"- [{short[full]}] 2026-07-03 — grpc deadline is 5 seconds" in lines
-    assert f"- [{short[partial]}] 2026-07-03 c0.99 — grpc retries twice" in lines
+    # Stored outside a session: no group, the line carries the date.
+    assert f"- {short[full]} 2026-07-03 grpc deadline is 5 seconds" in lines
+    assert f"- {short[partial]} 2026-07-03 c0.99 grpc retries twice" in lines
 
 
-def test_footnotes_number_sessions_in_score_order(store: MemoryStore) -> None:
+def test_groups_follow_the_score_order_of_their_best_item(store: MemoryStore) -> None:
     sessions = []
     for n in range(3):
         sessions.append(store.start_session(f"task {n}"))
@@ -183,22 +186,26 @@ def test_footnotes_number_sessions_in_score_order(store: MemoryStore) -> None:
         store.end_session()
     loose = store.store("fact", "zeppelin spotted without a session")
     result = store.recall("zeppelin", budget_tokens=1000, hops=0)
-    labels: dict[str, int] = {}
-    for item in result.items:
-        if item.session_short_id:
-            labels.setdefault(item.session_short_id, len(labels) + 1)
     lines = result.markdown.splitlines()
-    for item in result.items:
-        line = next(line for line in lines if line.startswith(f"- [{item.short_id}]"))
-        if item.id == loose:
-            assert "^" not in line.split(" — ")[0]
-        else:
-            assert f" ^{labels[item.session_short_id or '']} — " in line
-    provenance = lines[lines.index("### Provenance") + 1 :]
-    assert provenance == [f"^{n}: {session}" for session, n in labels.items()]
-    assert [store.resolve_id(p.split(": ")[1]) for p in provenance] == [
-        next(s for s in sessions if store.short_ids([s])[s] == short) for short in labels
+    groups = [line for line in lines if line.startswith("s-")]
+    expected = list(
+        dict.fromkeys(
+            f"{item.session_short_id} {item.valid_from[:10]}"
+            for item in result.items
+            if item.session_short_id
+        )
+    )
+    assert groups == expected
+    assert [store.resolve_id(g.split()[0]) for g in groups] == [
+        next(s for s in sessions if store.short_ids([s])[s] == g.split()[0]) for g in groups
     ]
+    for item in result.items:
+        line = next(line for line in lines if line.startswith(f"- {item.short_id} "))
+        if item.id == loose:
+            assert lines.index(line) == 1  # memories without a session come first
+        else:
+            group = f"{item.session_short_id} {item.valid_from[:10]}"
+            assert lines[lines.index(line) - 1] == group
 
 
 @pytest.mark.parametrize(

@@ -208,7 +208,7 @@ def test_escapes_are_paid_for_within_the_budget(
         out = assert_ok_and_harmless(result, budget)
         used = counter.count(out)
         assert used <= budget, (budget, used, out)
-        assert f" · {used}/{budget} tokens)" in out.split("\n")[0], (budget, out)
+        assert f" · {used}/{budget} tokens" in out.split("\n")[0], (budget, out)
         if tokenizer == "char":
             assert math.ceil(len(out) / 4) <= budget
         shown_any = shown_any or "\\x1b[2J" in out
