@@ -26,6 +26,7 @@ from .ids import MIN_SHORT_DIGITS, RandomSource
 from .storage.sqlite import Clock, Storage
 
 if TYPE_CHECKING:
+    from .browse import ListedNode, ListFilter, NodeDetail
     from .code.values import (
         AnchorReport,
         CodeForResult,
@@ -116,6 +117,23 @@ class MemoryStore:
 
     def short_ids(self, ids: Iterable[str], *, min_hex: int = MIN_SHORT_DIGITS) -> dict[str, str]:
         return nodes.short_ids(self.storage, ids, min_hex=min_hex)
+
+    # ------------------------------------------------------------------ browsing
+    def show(self, refs: Sequence[str], *, namespace: str | None = None) -> list[NodeDetail]:
+        """Everything stored about each node ``refs`` name (IDs, prefixes or short IDs),
+        forgotten ones included and marked so."""
+        from . import browse
+
+        return browse.show_nodes(self.storage, refs, namespace=namespace)
+
+    def list_nodes(
+        self, wanted: ListFilter | None = None, *, namespace: str | None = None
+    ) -> list[ListedNode]:
+        """Nodes newest first under ``wanted``'s filters (by default: current memories,
+        no sessions or entities, at most 50)."""
+        from . import browse
+
+        return browse.list_nodes(self.storage, wanted or browse.ListFilter(), namespace=namespace)
 
     # ------------------------------------------------------------------ writes
     def store(

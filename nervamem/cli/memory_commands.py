@@ -5,6 +5,7 @@ the result to the renderer of the chosen format."""
 # No "from __future__ import annotations" here: Typer reads these signatures on every
 # call, and string annotations would make it eval() each one again (~3 ms a call).
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -227,6 +228,93 @@ def timeline(
     emit("timeline", items, output)
 
 
+def show(
+    ctx: typer.Context,
+    node_ids: Annotated[
+        list[str], typer.Argument(metavar="ID...", help="Short IDs, IDs or prefixes.")
+    ],
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+) -> None:
+    """Show everything stored about nodes, forgotten ones included.
+
+    Content, validity, session, entities, rationale, rejected alternatives, edges both
+    ways (what it supersedes, what caused it, what it caused) and code anchors.
+
+    \b
+    Example:
+      nervamem show d-3a9c
+      nervamem show d-3a9c f-07b1 --format json
+    """
+    output = output_format(ctx, fmt)
+    with open_store(ctx, namespace) as memory:
+        details = memory.show(node_ids)
+    emit("show", details, output)
+
+
+def list_nodes(
+    ctx: typer.Context,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kind",
+            "-k",
+            help="Only these kinds (repeatable; default: every kind but session and entity).",
+            autocompletion=_complete_any_kind,
+        ),
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Only what was stored in this session.")
+    ] = None,
+    entity: Annotated[
+        str | None, typer.Option("--entity", "-e", help="Only memories about this entity.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Only what was recorded at or after this date/time."),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until", help="Only what was recorded up to this date/time (a date: its end)."
+        ),
+    ] = None,
+    include_superseded: Annotated[
+        bool, typer.Option("--include-superseded", help="Also superseded versions.")
+    ] = False,
+    include_forgotten: Annotated[
+        bool, typer.Option("--include-forgotten", help="Also forgotten (tombstoned) nodes.")
+    ] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many.")] = 50,
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+) -> None:
+    """List memories newest first: browse rather than search.
+
+    \b
+    Example:
+      nervamem list
+      nervamem list --kind decision --since 2026-12-01
+      nervamem list --entity AuthService --include-superseded --format json
+    """
+    from ..browse import ListFilter
+
+    output = output_format(ctx, fmt)
+    wanted = ListFilter(
+        kinds=tuple(kind or ()),
+        session=session,
+        entity=entity,
+        since=since,
+        until=until,
+        include_superseded=include_superseded,
+        include_forgotten=include_forgotten,
+        limit=limit,
+    )
+    with open_store(ctx, namespace) as memory:
+        items = memory.list_nodes(wanted)
+    emit("list", items, output)
+
+
 def forget(
     ctx: typer.Context,
     node_id: Annotated[str, typer.Argument(metavar="ID", help="Short ID, ID or prefix.")],
@@ -320,5 +408,16 @@ def consolidate(
 
 def register(app: typer.Typer) -> None:
     """Add the memory commands to ``app``, in the order --help lists them."""
-    for command in (init, store, recall, timeline, forget, stats, consolidate):
-        app.command()(command)
+    commands: list[tuple[str | None, Callable[..., None]]] = [
+        (None, init),
+        (None, store),
+        (None, recall),
+        (None, timeline),
+        (None, show),
+        ("list", list_nodes),
+        (None, forget),
+        (None, stats),
+        (None, consolidate),
+    ]
+    for name, command in commands:
+        app.command(name)(command)
