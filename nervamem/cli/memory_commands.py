@@ -171,7 +171,11 @@ def recall(
         int, typer.Option("--budget", "-b", help="Hard limit on output tokens.")
     ] = 500,
     as_of: Annotated[
-        str | None, typer.Option("--as-of", help="Show what was true at this date/time.")
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="Show what was true at this date/time (a date alone: the end of that day).",
+        ),
     ] = None,
     kind: Annotated[
         list[str] | None,
