@@ -35,7 +35,7 @@ def code_index(
       nervamem code index src/
     """
     output = output_format(ctx, fmt)
-    with open_store(ctx) as memory:
+    with open_store(ctx, create=True) as memory:
         result = memory.index_code(root)
     emit("code_index", result, output)
 

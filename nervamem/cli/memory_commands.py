@@ -143,7 +143,7 @@ def store(
     """
     output = output_format(ctx, fmt)
     text = _read_stdin("content") if content == "-" else content
-    with open_store(ctx, namespace) as memory:
+    with open_store(ctx, namespace, create=True) as memory:
         node_id, anchoring = memory.store_anchored(
             kind,
             text,

@@ -96,8 +96,24 @@ def _default_store_factory(db: str | None, namespace: str | None) -> "MemoryStor
 store_factory = _default_store_factory
 
 
-def open_store(ctx: typer.Context, namespace: str | None = None) -> "MemoryStore":
+def open_store(
+    ctx: typer.Context, namespace: str | None = None, *, create: bool = False
+) -> "MemoryStore":
+    """The store the command works on. Only ``init`` and the commands that write
+    (``create=True``) may create it: a read of an explicit ``--db`` path that does not
+    exist fails (exit 1) instead of answering from a new, empty store left behind, as a
+    mistyped path would."""
     root = root_settings(ctx)
+    if not create and root.db is not None:
+        from ..errors import StoreMissingError
+        from ..locate import given_path, shown_path
+
+        path = given_path(root.db, "the store path")
+        if not path.exists():
+            raise StoreMissingError(
+                f"no store at {shown_path(path)}: check the path, or create it with "
+                f"'nervamem --db {shown_path(root.db)} init'"
+            )
     return store_factory(root.db, namespace if namespace is not None else root.namespace)
 
 

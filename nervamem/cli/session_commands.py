@@ -36,7 +36,7 @@ def session_start(
       SID=$(nervamem session start "migrate auth to JWT")
     """
     output = output_format(ctx, fmt)
-    with open_store(ctx, namespace) as memory:
+    with open_store(ctx, namespace, create=True) as memory:
         session_id = memory.start_session(title)
     emit("id", session_id, output)
 
@@ -74,7 +74,7 @@ def ns_switch(
       nervamem ns switch project_b
     """
     output = output_format(ctx, fmt)
-    with open_store(ctx) as memory:
+    with open_store(ctx, create=True) as memory:
         is_new = not memory.has_memories(name)
         result = memory.switch_namespace(name)
     emit("ns_switch", result, output)

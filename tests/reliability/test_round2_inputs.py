@@ -149,6 +149,7 @@ def test_no_home_folder_for_the_default_store(
         assert_json_error(plain("--format", "json", *args), 1, what=args)
     assert_clean_error(plain("--db", "~/memory.db", "stats"), 2)
     # The ways out work.
+    assert plain("--db", str(tmp_path / "s" / "memory.db"), "init").exit_code == 0
     assert plain("--db", str(tmp_path / "s" / "memory.db"), "stats").exit_code == 0
     assert plain("stats", env={"NERVAPACK_MEMORY_DB": str(tmp_path / "e.db")}).exit_code == 0
 

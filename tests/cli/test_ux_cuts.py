@@ -1,0 +1,55 @@
+"""Issue 20's smaller cuts, each through the CLI: what a new user and an agent tripped
+over. Each test failed before its fix."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+Run = Callable[..., Any]
+
+READS = [
+    ("recall", "hello"),
+    ("timeline", "hello"),
+    ("list",),
+    ("show", "f-1234"),
+    ("stats",),
+    ("forget", "f-1234"),
+    ("consolidate",),
+    ("ns", "list"),
+    ("ns", "current"),
+    ("session", "end"),
+    ("code-for", "x.py"),
+    ("code-to", "f-1234"),
+    ("verify-staleness",),
+]
+
+
+@pytest.mark.parametrize("command", READS, ids=" ".join)
+def test_a_read_of_a_missing_db_path_fails_and_creates_nothing(
+    cli: Run, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    typo = tmp_path / "typo.db"
+    result = cli("--db", str(typo), *command)
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert "no store at" in result.stderr and "init" in result.stderr
+    assert list(tmp_path.glob("typo.db*")) == []
+    assert not (tmp_path / "state.yaml").exists()
+
+
+def test_a_missing_db_path_error_in_json(cli: Run, tmp_path: Path) -> None:
+    result = cli("--db", str(tmp_path / "typo.db"), "-f", "json", "recall", "x")
+    assert json.loads(result.stderr)["error"]["code"] == "store_missing"
+
+
+def test_init_and_writes_create_the_db_path(cli: Run, tmp_path: Path) -> None:
+    assert cli("--db", str(tmp_path / "a.db"), "init").exit_code == 0
+    assert cli("--db", str(tmp_path / "b.db"), "store", "fact", "x").exit_code == 0
+    assert cli("--db", str(tmp_path / "c.db"), "session", "start").exit_code == 0
+    assert {p.name for p in tmp_path.glob("?.db")} == {"a.db", "b.db", "c.db"}
+    assert cli("--db", str(tmp_path / "b.db"), "recall", "x").exit_code == 0
