@@ -24,7 +24,7 @@ ALLOWED = {
     "session_commands": {"edge", "options"},
     "code_commands": {"edge", "options"},
     "options": set(),
-    "edge": {"typer_compat"},
+    "edge": {"startup", "typer_compat"},
     "startup": set(),
     "typer_compat": set(),
 }

@@ -53,3 +53,28 @@ def test_init_and_writes_create_the_db_path(cli: Run, tmp_path: Path) -> None:
     assert cli("--db", str(tmp_path / "c.db"), "session", "start").exit_code == 0
     assert {p.name for p in tmp_path.glob("?.db")} == {"a.db", "b.db", "c.db"}
     assert cli("--db", str(tmp_path / "b.db"), "recall", "x").exit_code == 0
+
+
+def test_global_options_are_accepted_after_the_command(cli: Run, tmp_path: Path) -> None:
+    db = str(tmp_path / "after.db")
+    node = cli("store", "fact", "written after", "--db", db).stdout.strip()
+    assert (tmp_path / "after.db").is_file()
+    found = json.loads(cli("recall", "written", "--db", db, "--format", "json").stdout)
+    assert [item["id"] for item in found["items"]] == [node]
+    assert json.loads(cli("ns", "list", f"--db={db}", "-f", "json").stdout) == {
+        "namespaces": [{"name": "default", "nodes": 1}]
+    }
+    listed = cli("list", "--db", db, "--tokenizer", "char", "-f", "json")
+    assert listed.exit_code == 0, listed.stderr
+    assert [item["id"] for item in json.loads(listed.stdout)["items"]] == [node]
+
+
+def test_after_double_dash_a_global_option_is_content(cli: Run, tmp_path: Path) -> None:
+    db = str(tmp_path / "after.db")
+    result = cli("store", "fact", "--db", db, "--", "--db is an option")
+    assert result.exit_code == 0, result.stderr
+    shown = json.loads(cli("--db", db, "list", "-f", "json").stdout)
+    assert shown["items"][0]["content"] == "--db is an option"
+    # An option value that looks like a root option stays the command's.
+    result = cli("--db", db, "store", "decision", "x", "--rationale", "--db")
+    assert result.exit_code == 0, result.stderr
