@@ -462,7 +462,8 @@ def session_for_write(storage: Storage, explicit: str | None, namespace: str) ->
         if node.kind != "session":
             raise BadInputError(f"{node.id} is a {node.kind}, not a session")
         return node.id
-    active = storage.state.session
+    # The session active in the namespace written to (each namespace has its own).
+    active = storage.state.session_of(namespace)
     if not active:
         return None
     row = storage.connection.execute(

@@ -29,7 +29,7 @@ def session_start(
     namespace: NsOption = None,
     fmt: FormatOption = None,
 ) -> None:
-    """Start a session, make it active and print its ID.
+    """Start a session, make it the namespace's active one and print its ID.
 
     \b
     Example:
@@ -64,7 +64,7 @@ def ns_switch(
     name: Annotated[str, typer.Argument(help="Namespace name.", autocompletion=complete_namespace)],
     fmt: FormatOption = None,
 ) -> None:
-    """Make NAME the active namespace (this ends the active session's scope).
+    """Make NAME the active namespace, resuming the session left active there.
 
     A namespace needs no creating: when NAME holds no memories yet, a note on stderr
     says so, in case the name was mistyped.

@@ -78,3 +78,13 @@ def test_after_double_dash_a_global_option_is_content(cli: Run, tmp_path: Path) 
     # An option value that looks like a root option stays the command's.
     result = cli("--db", db, "store", "decision", "x", "--rationale", "--db")
     assert result.exit_code == 0, result.stderr
+
+
+def test_ns_session_start_then_store_and_end_in_that_namespace(cli: Run) -> None:
+    session = cli("--ns", "x", "session", "start", "x work").stdout.strip()
+    assert cli("--ns", "x", "ns", "current").stdout == f"namespace: x\nsession: {session}\n"
+    node = cli("--ns", "x", "store", "fact", "in x").stdout.strip()
+    shown = json.loads(cli("--ns", "x", "show", node, "-f", "json").stdout)["nodes"][0]
+    assert shown["session"]["id"] == session
+    ended = cli("--ns", "x", "session", "end")
+    assert (ended.exit_code, ended.stdout.strip()) == (0, session)
