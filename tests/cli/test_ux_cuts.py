@@ -88,3 +88,51 @@ def test_ns_session_start_then_store_and_end_in_that_namespace(cli: Run) -> None
     assert shown["session"]["id"] == session
     ended = cli("--ns", "x", "session", "end")
     assert (ended.exit_code, ended.stdout.strip()) == (0, session)
+
+
+def _git_init(folder: Path) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+
+
+def test_code_index_without_a_project_store_indexes_the_project_not_home(
+    cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No store upwards: the home store is used, but the code indexed is the git work
+    tree the user is in, not every project under the home folder."""
+    home = tmp_path / "home"
+    (home / "otherproject").mkdir(parents=True)
+    (home / "otherproject" / "other.py").write_text("def elsewhere():\n    pass\n")
+    repo = home / "work" / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "mine.py").write_text("def mine():\n    pass\n")
+    _git_init(repo)
+    monkeypatch.delenv("NERVAPACK_MEMORY_DB")
+    monkeypatch.chdir(repo / "pkg")
+    result = cli("code", "index", "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["root"] == str(repo.resolve())
+    assert document["files"] == 1
+    assert "nervamem init" in result.stderr
+    graph = (home / ".nervapack" / "graph.graphml").read_text(encoding="utf-8")
+    assert "mine.py" in graph and "other.py" not in graph
+
+
+def test_code_index_never_reads_above_the_repository(
+    cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store in a folder above the repository (an umbrella folder) indexes the
+    repository the user works in."""
+    umbrella = tmp_path / "umbrella"
+    (umbrella / "sibling").mkdir(parents=True)
+    (umbrella / "sibling" / "s.py").write_text("x = 1\n")
+    repo = umbrella / "repo"
+    repo.mkdir()
+    (repo / "r.py").write_text("y = 2\n")
+    _git_init(repo)
+    monkeypatch.chdir(repo)
+    db = str(umbrella / ".nervapack" / "memory.db")
+    document = json.loads(cli("--db", db, "code", "index", "-f", "json").stdout)
+    assert document["root"] == str(repo.resolve()) and document["files"] == 1
