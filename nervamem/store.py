@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         StalenessReport,
     )
     from .consolidate import ConsolidationResult, Consolidator
+    from .hooks import BackfillResult, CommitRecord
     from .models import (
         CurrentContext,
         ForgetResult,
@@ -312,6 +313,22 @@ class MemoryStore:
             namespace=namespace,
             all_namespaces=all_namespaces,
         )
+
+    # ------------------------------------------------------------------ git commits
+    def record_commit(self, repo: str | os.PathLike[str], rev: str = "HEAD") -> CommitRecord:
+        """Record one commit as an action (and its ``Decision:`` trailers as decisions),
+        anchored to the symbols its diff changed; idempotent, keyed by the hash."""
+        from . import hooks
+
+        return hooks.record_commit(self.storage, Path(repo), rev)
+
+    def backfill_commits(
+        self, repo: str | os.PathLike[str], since: str | None = None, *, limit: int | None = None
+    ) -> BackfillResult:
+        """Record the commits after ``since`` (default: all) not recorded yet."""
+        from . import hooks
+
+        return hooks.backfill(self.storage, Path(repo), since, limit=limit)
 
     # ------------------------------------------------------------------ the code bridge
     def index_code(self, root: str | os.PathLike[str] | None = None) -> IndexResult:

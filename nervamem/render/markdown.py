@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # annotations only: `store` prints an ID without building the
     from ..browse import Link, ListedNode, NodeDetail
     from ..code.values import CodeAnchor
     from ..consolidate import ConsolidationResult
+    from ..hooks import BackfillResult, CommitRecord
     from ..models import (
         CurrentContext,
         ForgetResult,
@@ -87,6 +88,10 @@ def _render(view: str, payload: Any) -> str:
         return "\n".join(_show(detail) for detail in payload)
     if view == "list":
         return _list(payload)
+    if view == "hooks_record":
+        return _commit_line(payload) + "\n"
+    if view == "hooks_backfill":
+        return _backfill(payload)
     raise ValueError(f"no markdown renderer for {view}")
 
 
@@ -175,4 +180,28 @@ def _list(items: list[ListedNode]) -> str:
             f"- [{item.short_id}] {item.recorded_at[:10]} · {item.kind}{session} — "
             f"{one_line(item.content)}{status}"
         )
+    return "\n".join(lines) + "\n"
+
+
+def _commit_line(record: CommitRecord) -> str:
+    if record.already:
+        return f"already recorded {record.short} as {record.action_short}"
+    parts = [f"recorded {record.short} as {record.action_short}"]
+    if record.decisions:
+        parts.append(f"{len(record.decisions)} decision{'' if len(record.decisions) == 1 else 's'}")
+    if record.symbols:
+        parts.append(f"anchored to {', '.join(record.symbols)}")
+    return "; ".join(parts) + f" — {one_line(record.subject)}"
+
+
+def _backfill(result: BackfillResult) -> str:
+    count = len(result.recorded)
+    span = f" after {result.since}" if result.since else ""
+    lines = [
+        f"## Backfill of {result.repository}{span}: {count} commit{'' if count == 1 else 's'} "
+        f"recorded, {result.already} already recorded"
+    ]
+    if result.recorded:
+        lines.append("")
+    lines += [f"- {_commit_line(record)}" for record in result.recorded]
     return "\n".join(lines) + "\n"

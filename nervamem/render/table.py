@@ -63,6 +63,10 @@ def render(view: str, payload: Any) -> None:
     if view == "list":
         console.print(_list_table(payload, narrow=console.width < NARROW_COLUMNS))
         return
+    if view in ("hooks_record", "hooks_backfill"):
+        # Lines of text are their best table: print the Markdown, markup off.
+        console.print(markdown.render(view, payload), end="", markup=False, highlight=False)
+        return
     document = json_renderer.to_document(view, payload)
     if isinstance(document, dict) and view not in ("id",):
         table = Table(show_header=False)
