@@ -305,3 +305,26 @@ def test_store_and_recall_never_import_networkx(repo: Path) -> None:
         assert status == "exit=0 networkx=False", args
     anchors = json.loads(_probe(repo, "code-to", node_id)[0])["anchors"]
     assert [a["graph_node_id"] for a in anchors] == ["pkg/auth.py::AuthService"]
+
+
+@pytest.mark.parametrize("columns", ["100", "60"])
+def test_code_tables_show_short_ids_and_no_python_reprs(
+    cli: Run, anchored: dict[str, str], repo: Path, snapshot: Any, columns: str
+) -> None:
+    """Real tables at a wide and a 60-column terminal: short IDs, symbols with their
+    lines, never a full ID, a dict or a tuple."""
+    edit(repo / "pkg" / "auth.py", 'f"token-{user}"', 'f"jwt-{user}"')
+    outputs = []
+    for args in (("code-for", "pkg/auth.py"), ("code-to", anchored["login"]),
+                 ("verify-staleness",)):  # fmt: skip
+        result = cli(*args, "--format", "table", env={"COLUMNS": columns})
+        text = _ok(result)
+        assert max(len(line) for line in text.splitlines()) <= int(columns)
+        assert "{'" not in text and "('" not in text and anchored["login"] not in text
+        outputs.append(text)
+    assert tuple(outputs) == snapshot
+
+
+def test_timeline_is_readable_in_60_columns(cli: Run, anchored: dict[str, str]) -> None:
+    text = _ok(cli("timeline", "login", "--format", "table", env={"COLUMNS": "60"}))
+    assert "login returns a token" in text  # whole words, not 7-letter slivers
