@@ -328,3 +328,27 @@ def test_code_tables_show_short_ids_and_no_python_reprs(
 def test_timeline_is_readable_in_60_columns(cli: Run, anchored: dict[str, str]) -> None:
     text = _ok(cli("timeline", "login", "--format", "table", env={"COLUMNS": "60"}))
     assert "login returns a token" in text  # whole words, not 7-letter slivers
+
+
+def test_anchoring_a_code_name_that_matches_nothing_warns(
+    cli: Run, anchored: dict[str, str]
+) -> None:
+    result = cli("store", "fact", "init is lazy", "-e", "pkg/auth.py::_init")
+    assert result.exit_code == 0
+    assert result.stdout.strip().startswith("f_")
+    assert "'pkg/auth.py::_init' matches nothing in the code graph" in result.stderr
+    # A plain word may name something that is not code: no warning.
+    plain = cli("store", "fact", "tokens are JWTs", "-e", "JWT")
+    assert (plain.exit_code, plain.stderr) == (0, "")
+
+
+def test_code_for_a_line_labels_the_symbol_with_todays_lines(
+    cli: Run, anchored: dict[str, str], repo: Path
+) -> None:
+    # Three lines above the class: login moves from lines 7-8 to 10-11.
+    edit(repo / "pkg" / "auth.py", '"""Authentication."""\n', '"""Authentication."""\n\n\n\n')
+    text = _ok(cli("code-for", "pkg/auth.py:10", "--format", "markdown"))
+    assert "AuthService.login L10-11" in text
+    document = json.loads(_ok(cli("code-for", "pkg/auth.py:10", "--format", "json")))
+    login = next(item for item in document["items"] if item["id"] == anchored["login"])
+    assert (login["anchors"][0]["start_line"], login["anchors"][0]["end_line"]) == (10, 11)
