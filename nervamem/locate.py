@@ -109,3 +109,31 @@ def given_path(text: str, source: str) -> Path:
     if not path.name.strip():
         raise BadInputError(f"{source} {shown_path(text)} has a blank file name")
     return path
+
+
+# What `init` writes into a project store's folder, so that `git add .` never commits the
+# store: everything in .nervapack/ is ignored but this file and events/, the folder that
+# team memory shares through git.
+STORE_GITIGNORE = (
+    "# Written by nervamem init. The store is local data: keep it out of git, except\n"
+    "# events/ (what team memory shares) and this file.\n"
+    "*\n"
+    "!.gitignore\n"
+    "!events/\n"
+    "!events/**\n"
+)
+
+
+def keep_store_out_of_git(store_folder: Path) -> bool:
+    """Write ``.gitignore`` into a store folder named ``.nervapack`` that has none;
+    whether it was written. Best effort: a folder that cannot take it still holds a
+    usable store."""
+    if store_folder.name != STORE_DIR:
+        return False  # a folder the user named with --db: theirs to configure
+    target = store_folder / ".gitignore"
+    try:
+        with open(target, "x", encoding="utf-8") as handle:
+            handle.write(STORE_GITIGNORE)
+    except OSError:
+        return False
+    return True

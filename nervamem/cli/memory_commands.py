@@ -56,6 +56,9 @@ def init(
 ) -> None:
     """Create a store in ./.nervapack/memory.db (idempotent).
 
+    It also writes .nervapack/.gitignore, which keeps the store out of git (all but
+    events/, which team memory shares).
+
     \b
     Example:
       nervamem init            # project store in the current folder
@@ -64,7 +67,9 @@ def init(
     from ..locate import (
         STORE_DIR,
         STORE_FILE,
+        find_project_store,
         home_store,
+        keep_store_out_of_git,
         resolve_db_path,
         store_path_in_environment,
         working_folder,
@@ -73,16 +78,27 @@ def init(
 
     settings = root_settings(ctx)
     output = output_format(ctx, fmt)
+    above = None
     if global_:
         target = home_store()
     elif settings.db is not None or store_path_in_environment():
         target = resolve_db_path(settings.db)  # refuses a blank path or a folder's
     else:
         target = working_folder() / STORE_DIR / STORE_FILE
+        above = find_project_store(working_folder().parent)
+        if above is not None and above.resolve() == home_store().resolve():
+            above = None  # the home store is the fallback, not another project's store
     existed = target.exists()
     # Looked up on the module, not imported by name: tests replace the factory.
     options.store_factory(str(target), None).close()
+    keep_store_out_of_git(target.parent)
     emit("init", InitResult(db_path=str(target.resolve()), created=not existed), output)
+    if above is not None and not existed:
+        # Commands here used that store until now; from now on they use this one.
+        sys.stderr.write(
+            f"nervamem: warning: {visible(str(above))} already holds a store for a folder "
+            "above this one; commands run here now use the new store instead\n"
+        )
 
 
 def store(

@@ -136,3 +136,46 @@ def test_code_index_never_reads_above_the_repository(
     db = str(umbrella / ".nervapack" / "memory.db")
     document = json.loads(cli("--db", db, "code", "index", "-f", "json").stdout)
     assert document["root"] == str(repo.resolve()) and document["files"] == 1
+
+
+def test_init_keeps_the_store_out_of_git(
+    cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    monkeypatch.delenv("NERVAPACK_MEMORY_DB")
+    project = tmp_path / "project"
+    project.mkdir()
+    _git_init(project)
+    monkeypatch.chdir(project)
+    assert cli("init").exit_code == 0
+    (project / ".nervapack" / "events").mkdir()
+    (project / ".nervapack" / "events" / "e1.json").write_text("{}\n")
+    status = subprocess.run(
+        ["git", "-C", str(project), "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split("\n")  # fmt: skip
+    shown = sorted(line[3:] for line in status if line)
+    assert shown == [".nervapack/.gitignore", ".nervapack/events/e1.json"]
+    # A second init leaves a .gitignore the user changed alone.
+    (project / ".nervapack" / ".gitignore").write_text("mine\n")
+    assert cli("init").exit_code == 0
+    assert (project / ".nervapack" / ".gitignore").read_text() == "mine\n"
+
+
+def test_init_below_a_folder_with_a_store_warns(
+    cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NERVAPACK_MEMORY_DB")
+    outer = tmp_path / "outer"
+    inner = outer / "sub" / "inner"
+    inner.mkdir(parents=True)
+    monkeypatch.chdir(outer)
+    first = cli("init")
+    assert (first.exit_code, first.stderr) == (0, "")
+    monkeypatch.chdir(inner)
+    second = cli("init")
+    assert second.exit_code == 0
+    assert str(outer / ".nervapack" / "memory.db") in second.stderr
+    assert "warning" in second.stderr
+    assert cli("init").stderr == ""  # it exists now: nothing new to warn about
