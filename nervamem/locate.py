@@ -16,6 +16,9 @@ from pathlib import Path
 
 from .errors import BadInputError, StoreError
 
+# Every variable nervamem reads is named NERVAMEM_*; NERVAPACK_MEMORY_DB is the one
+# alias, the older name kept so that stores shared with NervaPack keep working. Messages
+# name NERVAMEM_DB.
 ENV_DB = "NERVAPACK_MEMORY_DB"
 # The name that matches every other NERVAMEM_ variable; it wins over ENV_DB, which stays
 # read so that stores shared with NervaPack keep working.
@@ -47,7 +50,7 @@ def home_store() -> Path:
         # HOME is unset and the user database has no entry for this user ID.
         raise StoreError(
             f"cannot place the default store: no home folder (HOME is not set and user ID "
-            f"{os.getuid()} has no entry in the user database); set {ENV_DB} or give --db"
+            f"{os.getuid()} has no entry in the user database); set {ENV_DB_NERVAMEM} or give --db"
         ) from None
     return home / STORE_DIR / STORE_FILE
 
@@ -57,7 +60,8 @@ def working_folder() -> Path:
         return Path.cwd()
     except OSError as exc:  # deleted under us
         raise StoreError(
-            f"the working folder is unreadable ({exc.strerror or exc}); set {ENV_DB} or give --db"
+            f"the working folder is unreadable ({exc.strerror or exc}); set {ENV_DB_NERVAMEM} "
+            "or give --db"
         ) from None
 
 

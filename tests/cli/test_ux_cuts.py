@@ -179,3 +179,23 @@ def test_init_below_a_folder_with_a_store_warns(
     assert str(outer / ".nervapack" / "memory.db") in second.stderr
     assert "warning" in second.stderr
     assert cli("init").stderr == ""  # it exists now: nothing new to warn about
+
+
+def test_demo_echoes_commands_with_their_quotes(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    shim = tmp_path / "bin" / "nervamem"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m nervamem "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
+    env = {**os.environ, "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": str(root)}  # fmt: skip
+    done = subprocess.run(
+        ["sh", str(root / "demo.sh")], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "\n$ nervamem recall 'auth mechanism' --as-of 2026-03-15\n" in done.stdout
+    assert "\n$ nervamem session end --summary 'auth moved to JWT'\n" in done.stdout

@@ -145,7 +145,7 @@ def test_no_home_folder_for_the_default_store(
     _no_home(monkeypatch)
     for args in (["stats"], ["init", "--global"], ["store", "fact", "x"]):
         line = assert_clean_error(plain(*args), 1, what=args)
-        assert "NERVAPACK_MEMORY_DB" in line and "home folder" in line, line
+        assert "NERVAMEM_DB" in line and "home folder" in line, line
         assert_json_error(plain("--format", "json", *args), 1, what=args)
     assert_clean_error(plain("--db", "~/memory.db", "stats"), 2)
     # The ways out work.
