@@ -329,5 +329,5 @@ def test_a_deleted_working_folder(
     gone.rmdir()
     for args in (["stats"], ["init"], ["store", "fact", "x"]):
         line = assert_clean_error(plain(*args), 1, what=args)
-        assert "working folder" in line and "NERVAPACK_MEMORY_DB" in line, line
+        assert "working folder" in line and "NERVAMEM_DB" in line, line
     assert not (tmp_path / "home").exists()
