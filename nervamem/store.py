@@ -145,6 +145,7 @@ class MemoryStore:
         entities: Sequence[str] = (),
         confidence: float = 1.0,
         valid_from: str | datetime | None = None,
+        valid_until: str | datetime | None = None,
         supersedes: str | None = None,
         contradicts: Sequence[str] = (),
         caused_by: Sequence[str] = (),
@@ -161,6 +162,7 @@ class MemoryStore:
             entities=entities,
             confidence=confidence,
             valid_from=valid_from,
+            valid_until=valid_until,
             supersedes=supersedes,
             contradicts=contradicts,
             caused_by=caused_by,
@@ -179,6 +181,7 @@ class MemoryStore:
         entities: Sequence[str] = (),
         confidence: float = 1.0,
         valid_from: str | datetime | None = None,
+        valid_until: str | datetime | None = None,
         supersedes: str | None = None,
         contradicts: Sequence[str] = (),
         caused_by: Sequence[str] = (),
@@ -204,6 +207,7 @@ class MemoryStore:
             rejected,
             session,
             namespace,
+            valid_until,
         )
         result = writing.store_memories(self.storage, (memory,), bulk=False)
         node_id = result.ids[0]

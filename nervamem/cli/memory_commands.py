@@ -125,6 +125,13 @@ def store(
         str | None,
         typer.Option("--valid-from", help="When it became true (ISO-8601; default now, UTC)."),
     ] = None,
+    valid_until: Annotated[
+        str | None,
+        typer.Option(
+            "--valid-until",
+            help="When it stops being true, if known now (ISO-8601; default: until superseded).",
+        ),
+    ] = None,
     supersedes: Annotated[
         str | None, typer.Option("--supersedes", help="ID of the node this one replaces.")
     ] = None,
@@ -156,6 +163,7 @@ def store(
       nervamem store decision "Chose JWT for auth" -e AuthService --rationale stateless
       ID=$(nervamem store fact "auth tokens last 15 minutes" -e auth_service)
       git log -1 --format=%B | nervamem store action -
+      nervamem store fact "deploys are frozen" --valid-until 2026-12-04T18:00Z
     """
     output = output_format(ctx, fmt)
     text = _read_stdin("content") if content == "-" else content
@@ -166,6 +174,7 @@ def store(
             entities=entity or (),
             confidence=confidence,
             valid_from=valid_from,
+            valid_until=valid_until,
             supersedes=supersedes,
             contradicts=contradicts or (),
             caused_by=caused_by or (),

@@ -199,3 +199,12 @@ def test_demo_echoes_commands_with_their_quotes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "\n$ nervamem recall 'auth mechanism' --as-of 2026-03-15\n" in done.stdout
     assert "\n$ nervamem session end --summary 'auth moved to JWT'\n" in done.stdout
+
+
+def test_store_valid_until_through_the_cli(cli: Run) -> None:
+    node = cli("store", "fact", "deploys are frozen", "--valid-until", "2026-07-10T18:00Z")
+    assert node.exit_code == 0, node.stderr
+    shown = json.loads(cli("show", node.stdout.strip(), "-f", "json").stdout)["nodes"][0]
+    assert shown["valid_until"] == "2026-07-10T18:00:00.000Z" and shown["status"] == "current"
+    bad = cli("store", "fact", "x", "--valid-until", "2020-01-01")
+    assert bad.exit_code == 2 and "--valid-until" in bad.stderr
