@@ -16,9 +16,11 @@ from ..render import emit
 from ..visible import visible
 from . import options
 from .options import (
+    TOKENIZER_CHOICES,
     FormatOption,
     NsOption,
     SessionOption,
+    choices,
     open_store,
     output_format,
     root_settings,
@@ -205,7 +207,11 @@ def recall(
     kind: Annotated[
         list[str] | None,
         typer.Option(
-            "--kind", "-k", help="Only these kinds (repeatable).", autocompletion=_complete_any_kind
+            "--kind",
+            "-k",
+            metavar=choices(NODE_KINDS),
+            help="Only these kinds (repeatable).",
+            autocompletion=_complete_any_kind,
         ),
     ] = None,
     hops: Annotated[
@@ -213,7 +219,12 @@ def recall(
     ] = 2,
     namespace: NsOption = None,
     fmt: FormatOption = None,
-    tokenizer: Annotated[str | None, typer.Option("--tokenizer", help="char or tiktoken.")] = None,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(
+            "--tokenizer", metavar=choices(TOKENIZER_CHOICES), help="Token counter for the budget."
+        ),
+    ] = None,
 ) -> None:
     """Recall what is relevant to QUERY, within a token budget.
 
@@ -288,6 +299,7 @@ def list_nodes(
         typer.Option(
             "--kind",
             "-k",
+            metavar=choices(NODE_KINDS),
             help="Only these kinds (repeatable; default: every kind but session and entity).",
             autocompletion=_complete_any_kind,
         ),

@@ -19,6 +19,15 @@ if TYPE_CHECKING:
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+def choices(values: "tuple[str, ...] | list[str]") -> str:
+    """The metavar of an option that takes one of fixed values: usage and help show
+    ``[markdown|json|table]`` instead of ``<str>``."""
+    return "[" + "|".join(values) + "]"
+
+
+TOKENIZER_CHOICES = ("char", "tiktoken")
+
+
 class Settings:
     """The root options, shared with every command through the context.
 
@@ -69,6 +78,7 @@ FormatOption = Annotated[
     typer.Option(
         "--format",
         "-f",
+        metavar=choices(("markdown", "json", "table")),
         help="Output format: markdown, json or table (default: table on a terminal, "
         "markdown when piped; env NERVAMEM_FORMAT).",
         autocompletion=lambda incomplete: [

@@ -208,3 +208,14 @@ def test_store_valid_until_through_the_cli(cli: Run) -> None:
     assert shown["valid_until"] == "2026-07-10T18:00:00.000Z" and shown["status"] == "current"
     bad = cli("store", "fact", "x", "--valid-until", "2020-01-01")
     assert bad.exit_code == 2 and "--valid-until" in bad.stderr
+
+
+@pytest.mark.parametrize("path", [(), ("recall",), ("list",), ("stats",)], ids=repr)
+def test_options_with_fixed_values_show_their_choices(cli: Run, path: tuple[str, ...]) -> None:
+    text = cli(*path, "--help", env={"COLUMNS": "120"}).stdout
+    assert "--format [markdown|json|table]" in text
+    assert "--format <str>" not in text and "--tokenizer <str>" not in text
+    if path in ((), ("recall",)):
+        assert "--tokenizer [char|tiktoken]" in text
+    if path in (("recall",), ("list",)):
+        assert "--kind [session|fact|decision|action|outcome|entity|procedure|preference]" in text
