@@ -92,6 +92,7 @@ def work_tree(folder: Path) -> Path:
 
 def record_commit(storage: Storage, repo: Path, rev: str = "HEAD") -> CommitRecord:
     """Record the commit ``rev`` names, unless it is recorded already."""
+    storage.namespace_for(None)  # an unusable state.yaml fails first, like every command
     top = work_tree(repo)
     commit = _full_hash(top, rev)
     recorded = RecordedCommits(storage)
@@ -106,6 +107,7 @@ def backfill(
     ``limit`` keeps the newest that many commits of the range."""
     if limit is not None and limit < 1:
         raise BadInputError("--limit must be at least 1")
+    storage.namespace_for(None)  # an unusable state.yaml fails first, like every command
     top = work_tree(repo)
     span = f"{_full_hash(top, since)}..HEAD" if since else "HEAD"
     listed = git(top, "rev-list", "--reverse", span).decode("ascii").split()

@@ -71,7 +71,11 @@ def _render(view: str, payload: Any) -> str:
         return "\n".join(lines) + "\n"
     if view == "ns_list":
         infos: list[NamespaceInfo] = payload
-        return "".join(f"{info.name}\t{info.nodes}\n" for info in infos)
+        lines = [f"## Namespaces ({len(infos)})", ""]
+        lines += [
+            f"- {info.name}: {info.nodes} node{'' if info.nodes == 1 else 's'}" for info in infos
+        ]
+        return "\n".join(lines) + "\n"
     if view in ("ns_current", "ns_switch"):
         context: CurrentContext = payload
         return f"namespace: {context.namespace}\nsession: {context.session or '-'}\n"
