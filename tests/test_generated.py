@@ -291,5 +291,5 @@ def test_the_readme_links_every_document_and_docs_stand_alone() -> None:
 def test_the_wheel_installs_the_man_page() -> None:
     # A text check: tomllib is Python 3.11+, and 3.10 is supported.
     config = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert '[tool.setuptools.data-files]\n' in config
+    assert "[tool.setuptools.data-files]\n" in config
     assert '"share/man/man1" = ["man/nervamem.1"]' in config
