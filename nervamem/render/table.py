@@ -296,6 +296,16 @@ def _add(table: Any, cells: tuple[str, ...]) -> None:
     table.add_row(*(Text(visible(cell)) for cell in cells))
 
 
+def _consolidation(result: Any) -> Any:
+    from .markdown import render
+
+    title = render("consolidate", result).splitlines()[0].removeprefix("## ")
+    table = _wide_table(title, ("id", "duplicate of"), ("reason",))
+    for dup in result.duplicates:
+        _add(table, (dup.short_id, dup.duplicate_of_short, dup.reason))
+    return table
+
+
 NARROW_VIEWS: dict[str, Callable[[Any], Any]] = {
     "timeline": _timeline_narrow,
     "code_for": _code_for_narrow,
@@ -306,4 +316,5 @@ WIDE_VIEWS: dict[str, Callable[[Any], Any]] = {
     "code_for": _code_for_wide,
     "code_to": _code_to_wide,
     "verify_staleness": _staleness_wide,
+    "consolidate": _consolidation,
 }

@@ -91,8 +91,11 @@ def test_consolidate_json_contract(cli: Run, finished_session: list[str]) -> Non
 
 
 def test_consolidate_table_and_unknown_strategy(cli: Run, finished_session: list[str]) -> None:
-    table = cli("consolidate", "--dry-run", "--format", "table")
-    assert table.exit_code == 0 and "jobs_processed" in table.stdout
+    table = cli("consolidate", "--dry-run", "--format", "table", env={"COLUMNS": "100"})
+    assert table.exit_code == 0 and "1 pending job" in table.stdout
+    # A real table: short IDs and the reason, no dump of the result's fields.
+    assert "duplicate of" in table.stdout and "jobs_processed" not in table.stdout
+    assert finished_session[0] not in table.stdout
     bad = cli("consolidate", "--strategy", "nope", "--format", "json")
     assert bad.exit_code == 2 and bad.stdout == ""
     assert json.loads(bad.stderr)["error"]["code"] == "bad_input"
