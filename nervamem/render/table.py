@@ -299,11 +299,17 @@ def _add(table: Any, cells: tuple[str, ...]) -> None:
 def _consolidation(result: Any) -> Any:
     from .markdown import render
 
-    title = render("consolidate", result).splitlines()[0].removeprefix("## ")
-    table = _wide_table(title, ("id", "duplicate of"), ("reason",))
+    from rich.console import Group
+    from rich.text import Text
+
+    # The summary above the table, not as its title: a title wraps to the table's width.
+    summary = Text(render("consolidate", result).splitlines()[0].removeprefix("## "))
+    if not result.duplicates:
+        return summary
+    table = _wide_table("", ("id", "duplicate of"), ("reason",))
     for dup in result.duplicates:
         _add(table, (dup.short_id, dup.duplicate_of_short, dup.reason))
-    return table
+    return Group(summary, table)
 
 
 NARROW_VIEWS: dict[str, Callable[[Any], Any]] = {
