@@ -297,10 +297,10 @@ def _add(table: Any, cells: tuple[str, ...]) -> None:
 
 
 def _consolidation(result: Any) -> Any:
-    from .markdown import render
-
     from rich.console import Group
     from rich.text import Text
+
+    from .markdown import render
 
     # The summary above the table, not as its title: a title wraps to the table's width.
     summary = Text(render("consolidate", result).splitlines()[0].removeprefix("## "))
