@@ -97,6 +97,14 @@ def hoist_root_options(group: Any, ctx: Context, args: list[str]) -> list[str]:
     return front + rest if front else args
 
 
+def command_group(help: str, context_settings: dict[str, Any]) -> typer.Typer:
+    """A sub-app (``nervamem session``, ``ns``, ``hooks``) with the root's error edge and
+    ``context_settings`` (options.CONTEXT_SETTINGS); bare, it shows its help."""
+    return typer.Typer(
+        cls=NervamemGroup, help=help, no_args_is_help=True, context_settings=context_settings
+    )
+
+
 class NervamemGroup(CompletingGroup):
     """Runs the command tree with our own error edge instead of Click's multi-line one."""
 

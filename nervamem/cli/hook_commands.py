@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from ..render import emit
-from .edge import NervamemGroup
+from .edge import command_group
 from .options import CONTEXT_SETTINGS, FormatOption, NsOption, open_store, output_format
 
 RepoOption = Annotated[
@@ -79,14 +79,10 @@ def hooks_backfill(
 
 def register(app: typer.Typer) -> None:
     """Add the ``hooks`` group to ``app``."""
-    hooks_app = typer.Typer(
-        cls=NervamemGroup,
-        help=(
-            "Git commits as memories: what the post-commit hook records, and a backfill.\n\n"
-            "\b\nExample:\n  nervamem hooks record HEAD\n  nervamem hooks backfill --since v2.0"
-        ),
-        no_args_is_help=True,
-        context_settings=CONTEXT_SETTINGS,
+    hooks_app = command_group(
+        "Git commits as memories: what the post-commit hook records, and a backfill.\n\n"
+        "\b\nExample:\n  nervamem hooks record HEAD\n  nervamem hooks backfill --since v2.0",
+        CONTEXT_SETTINGS,
     )
     hooks_app.command("record")(hooks_record)
     hooks_app.command("backfill")(hooks_backfill)

@@ -35,6 +35,18 @@ def _complete_any_kind(incomplete: str) -> list[str]:
     return [k for k in NODE_KINDS if k.startswith(incomplete)]
 
 
+KindsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--kind",
+        "-k",
+        metavar=choices(NODE_KINDS),
+        help="Only these kinds (repeatable).",
+        autocompletion=_complete_any_kind,
+    ),
+]
+
+
 def _read_stdin(what: str) -> str:
     if sys.stdin is None:
         raise BadInputError(f"{what} '-' needs standard input")
@@ -204,16 +216,7 @@ def recall(
             help="Show what was true at this date/time (a date alone: the end of that day).",
         ),
     ] = None,
-    kind: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--kind",
-            "-k",
-            metavar=choices(NODE_KINDS),
-            help="Only these kinds (repeatable).",
-            autocompletion=_complete_any_kind,
-        ),
-    ] = None,
+    kind: KindsOption = None,
     hops: Annotated[
         int, typer.Option("--hops", help="Graph expansion depth (0 turns it off).")
     ] = 2,
@@ -294,16 +297,7 @@ def show(
 
 def list_nodes(
     ctx: typer.Context,
-    kind: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--kind",
-            "-k",
-            metavar=choices(NODE_KINDS),
-            help="Only these kinds (repeatable; default: every kind but session and entity).",
-            autocompletion=_complete_any_kind,
-        ),
-    ] = None,
+    kind: KindsOption = None,
     session: Annotated[
         str | None, typer.Option("--session", help="Only what was stored in this session.")
     ] = None,
@@ -331,6 +325,9 @@ def list_nodes(
     fmt: FormatOption = None,
 ) -> None:
     """List memories newest first: browse rather than search.
+
+    Without --kind every kind but session and entity is listed. Superseded and
+    forgotten nodes are left out unless asked for.
 
     \b
     Example:

@@ -11,7 +11,7 @@ import typer
 
 from ..render import emit
 from ..visible import visible
-from .edge import NervamemGroup
+from .edge import command_group
 from .options import (
     CONTEXT_SETTINGS,
     FormatOption,
@@ -114,28 +114,20 @@ def ns_current(ctx: typer.Context, fmt: FormatOption = None) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add the ``session`` and ``ns`` groups to ``app``, in the order --help lists them."""
-    session_app = typer.Typer(
-        cls=NervamemGroup,
-        help=(
-            "Start and end sessions (a session scopes what an agent did in one task).\n\n"
-            '\b\nExample:\n  SID=$(nervamem session start "migrate auth to JWT")\n'
-            '  nervamem session end --summary "auth now uses JWT"'
-        ),
-        no_args_is_help=True,
-        context_settings=CONTEXT_SETTINGS,
+    session_app = command_group(
+        "Start and end sessions (a session scopes what an agent did in one task).\n\n"
+        '\b\nExample:\n  SID=$(nervamem session start "migrate auth to JWT")\n'
+        '  nervamem session end --summary "auth now uses JWT"',
+        CONTEXT_SETTINGS,
     )
     session_app.command("start")(session_start)
     session_app.command("end")(session_end)
     app.add_typer(session_app, name="session")
 
-    ns_app = typer.Typer(
-        cls=NervamemGroup,
-        help=(
-            "Namespaces: separate memories in one store.\n\n"
-            "\b\nExample:\n  nervamem ns list\n  nervamem ns switch project_b"
-        ),
-        no_args_is_help=True,
-        context_settings=CONTEXT_SETTINGS,
+    ns_app = command_group(
+        "Namespaces: separate memories in one store.\n\n"
+        "\b\nExample:\n  nervamem ns list\n  nervamem ns switch project_b",
+        CONTEXT_SETTINGS,
     )
     ns_app.command("switch")(ns_switch)
     ns_app.command("list")(ns_list)
