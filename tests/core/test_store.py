@@ -561,3 +561,10 @@ def test_valid_until_must_come_after_the_start(store: MemoryStore) -> None:
         store.store("entity", "Thing", valid_until="2026-07-09")
     with pytest.raises(BadInputError, match="--valid-until"):
         store.store("fact", "x", valid_until="friday")
+
+
+def test_stats_do_not_count_a_stated_end_as_superseded(store: MemoryStore) -> None:
+    store.store("fact", "frozen until Friday", valid_until="2026-07-10")
+    old = store.store("fact", "v1")
+    store.store("fact", "v2", supersedes=old)
+    assert store.stats().superseded == 1
