@@ -8,6 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from nervamem import MemoryStore
 from nervamem.state import State, load_state, save_state
 
@@ -73,3 +76,28 @@ def test_the_state_file_round_trips_and_stays_readable_by_yaml(tmp_path: Path) -
     # An older nervamem falls back to a YAML parse of a line it does not know.
     parsed: Any = yaml.safe_load((tmp_path / "state.yaml").read_text(encoding="utf-8"))
     assert parsed["session"] == "s_" + "1" * 29 and parsed["sessions"]["b"] == "s_" + "2" * 29
+
+
+NAMES = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,10}", fullmatch=True)
+SESSION_IDS = st.from_regex(r"s_[0-9a-f]{29}", fullmatch=True)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    active=NAMES,
+    sessions=st.dictionaries(NAMES, SESSION_IDS, max_size=6),
+    switches=st.lists(NAMES, max_size=5),
+)
+def test_state_round_trips_and_switching_keeps_every_session(
+    tmp_path: Path, active: str, sessions: dict[str, str], switches: list[str]
+) -> None:
+    db = tmp_path / "memory.db"
+    state = State(active, sessions.get(active), sessions)
+    for name in switches:
+        state = state.switched(name)
+        assert state.sessions() == sessions  # a switch ends no namespace's session
+        assert state.session == sessions.get(name)
+    save_state(db, state)
+    assert load_state(db) == state
