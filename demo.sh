@@ -3,10 +3,22 @@
 set -eu
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-export NERVAPACK_MEMORY_DB="$scratch/memory.db"
+export NERVAMEM_DB="$scratch/memory.db"
 export NERVAMEM_FORMAT=markdown
 
-say() { printf '\n$ %s\n' "$*"; "$@"; }
+# Echo a command as it would be typed (arguments with spaces or quotes quoted), then run it.
+say() {
+    printf '\n$'
+    for arg in "$@"; do
+        case $arg in
+        '' | *[!A-Za-z0-9_./:=@%+,-]*)
+            printf " '%s'" "$(printf '%s' "$arg" | sed "s/'/'\\\\''/g")" ;;
+        *) printf ' %s' "$arg" ;;
+        esac
+    done
+    printf '\n'
+    "$@"
+}
 
 say nervamem init
 SID=$(nervamem session start "auth rework")
@@ -21,5 +33,7 @@ nervamem store fact "auth_service issues 15-minute access tokens" -e auth-servic
 say nervamem recall "auth mechanism"
 say nervamem recall "auth mechanism" --as-of 2026-03-15
 say nervamem timeline auth
+say nervamem show "$NEW"
+say nervamem list --include-superseded
 say nervamem session end --summary "auth moved to JWT"
 say nervamem stats

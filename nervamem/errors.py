@@ -35,6 +35,12 @@ class StoreError(NervamemError):
     exit_code = ExitCode.STORE_UNAVAILABLE
 
 
+class StoreMissingError(StoreError):
+    """A read named a store file that does not exist: reading creates no store."""
+
+    code = "store_missing"
+
+
 class StoreLockedError(StoreError):
     code = "store_locked"
 

@@ -16,6 +16,9 @@ from pathlib import Path
 
 from .errors import BadInputError, StoreError
 
+# Every variable nervamem reads is named NERVAMEM_*; NERVAPACK_MEMORY_DB is the one
+# alias, the older name kept so that stores shared with NervaPack keep working. Messages
+# name NERVAMEM_DB.
 ENV_DB = "NERVAPACK_MEMORY_DB"
 # The name that matches every other NERVAMEM_ variable; it wins over ENV_DB, which stays
 # read so that stores shared with NervaPack keep working.
@@ -47,7 +50,7 @@ def home_store() -> Path:
         # HOME is unset and the user database has no entry for this user ID.
         raise StoreError(
             f"cannot place the default store: no home folder (HOME is not set and user ID "
-            f"{os.getuid()} has no entry in the user database); set {ENV_DB} or give --db"
+            f"{os.getuid()} has no entry in the user database); set {ENV_DB_NERVAMEM} or give --db"
         ) from None
     return home / STORE_DIR / STORE_FILE
 
@@ -57,7 +60,8 @@ def working_folder() -> Path:
         return Path.cwd()
     except OSError as exc:  # deleted under us
         raise StoreError(
-            f"the working folder is unreadable ({exc.strerror or exc}); set {ENV_DB} or give --db"
+            f"the working folder is unreadable ({exc.strerror or exc}); set {ENV_DB_NERVAMEM} "
+            "or give --db"
         ) from None
 
 
@@ -109,3 +113,31 @@ def given_path(text: str, source: str) -> Path:
     if not path.name.strip():
         raise BadInputError(f"{source} {shown_path(text)} has a blank file name")
     return path
+
+
+# What `init` writes into a project store's folder, so that `git add .` never commits the
+# store: everything in .nervapack/ is ignored but this file and events/, the folder that
+# team memory shares through git.
+STORE_GITIGNORE = (
+    "# Written by nervamem init. The store is local data: keep it out of git, except\n"
+    "# events/ (what team memory shares) and this file.\n"
+    "*\n"
+    "!.gitignore\n"
+    "!events/\n"
+    "!events/**\n"
+)
+
+
+def keep_store_out_of_git(store_folder: Path) -> bool:
+    """Write ``.gitignore`` into a store folder named ``.nervapack`` that has none;
+    whether it was written. Best effort: a folder that cannot take it still holds a
+    usable store."""
+    if store_folder.name != STORE_DIR:
+        return False  # a folder the user named with --db: theirs to configure
+    target = store_folder / ".gitignore"
+    try:
+        with open(target, "x", encoding="utf-8") as handle:
+            handle.write(STORE_GITIGNORE)
+    except OSError:
+        return False
+    return True

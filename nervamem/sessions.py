@@ -3,8 +3,10 @@
 Every change of the active namespace or session reads state.yaml again and writes it
 inside a write transaction (storage.sqlite.Storage.save_state), so under the write
 lock: no command writes back a state it read before another's acknowledged change.
-A switch of namespace resets the active session, so OCCURRED_IN never crosses
-namespaces.
+Each namespace has its own active session (one at most): a session is started in, and
+only ever active for, the namespace it belongs to, so OCCURRED_IN never crosses
+namespaces. A switch leaves each namespace's session as it was, and switching back
+resumes it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import nodes, writing
 from .errors import BadInputError
-from .state import State, validate_namespace
+from .state import validate_namespace
 from .storage import rows
 
 if TYPE_CHECKING:
@@ -34,8 +36,8 @@ def start_session(
         session_id = rows.insert_node(
             storage, "session", text or f"session {now[:16].replace('T', ' ')}", ns, valid_from=now
         )
-        if ns == active.namespace:
-            storage.save_state(State(namespace=ns, session=session_id))
+        # Active for its own namespace, whichever namespace is the active one.
+        storage.save_state(active.with_session(ns, session_id))
     return session_id
 
 
@@ -60,14 +62,15 @@ def end_session(storage: Storage, session: str | None = None, *, summary: str | 
             (node.id, node.namespace, now),
         )
         active = storage.state
-        if active.session == node.id:
-            storage.save_state(State(namespace=active.namespace, session=None))
+        if node.id in active.sessions().values():
+            storage.save_state(active.without_session(node.id))
     return node.id
 
 
 def session_to_end(storage: Storage, session: str | None) -> Node:
     ref = session or current(storage).session
     if not ref:
+        # storage.namespace: --ns for this command, else the active namespace.
         raise BadInputError(
             f"no active session in namespace {storage.namespace!r}: pass --session ID"
         )
@@ -81,24 +84,23 @@ def session_to_end(storage: Storage, session: str | None) -> Node:
 
 def switch_namespace(storage: Storage, name: str) -> CurrentContext:
     ns = validate_namespace(name)
-    # Staying put keeps the active session; switching resets it so that OCCURRED_IN
-    # can never cross namespaces.
+    # Each namespace keeps its own session: switching back to one resumes it.
     if ns != storage.reload_state().namespace:
         if storage.read_only:  # it cannot take the write lock; writes the state as before
-            storage.save_state(State(namespace=ns, session=None))
+            storage.save_state(storage.state.switched(ns))
         else:
             # The lock every other change of the state holds, so that none of them
             # writes back, after this switch, a state it read before it.
             with storage.transaction():
                 if ns != storage.reload_state().namespace:
-                    storage.save_state(State(namespace=ns, session=None))
+                    storage.save_state(storage.state.switched(ns))
     storage.namespace_override = None
     return current(storage)
 
 
 def current(storage: Storage) -> CurrentContext:
     ns = storage.namespace
-    session = storage.state.session if ns == storage.state.namespace else None
+    session = storage.state.session_of(ns)
     from .models import CurrentContext
 
     return CurrentContext(namespace=ns, session=session)
@@ -128,5 +130,5 @@ def has_memories(storage: Storage, namespace: str) -> bool:
 
 def forget_active_session(storage: Storage, node_id: str) -> None:
     active = storage.reload_state()
-    if active.session == node_id:
-        storage.save_state(State(namespace=active.namespace, session=None))
+    if node_id in active.sessions().values():
+        storage.save_state(active.without_session(node_id))

@@ -1,4 +1,6 @@
-"""The active namespace and session, kept in ``state.yaml`` beside the store.
+"""The active namespace, and the active session of each namespace, kept in
+``state.yaml`` beside the store: switching to another namespace and back resumes the
+session left there.
 
 Written atomically (temporary file + rename) as YAML whose values are JSON strings, so
 the common case is read without importing PyYAML (start-up time matters: every agent
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,23 +28,38 @@ STATE_FILE = "state.yaml"
 DEFAULT_NAMESPACE = "default"
 MAX_STATE_CHARS = 64 * 1024
 NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
-_FAST_LINE = re.compile(r'^([a-z_]+): (null|"(?:[^"\\]|\\.)*")$')
+# A line of the form nervamem writes: a key and a JSON null, string or flat object of
+# strings (``sessions``).
+_FAST_LINE = re.compile(
+    r'^([a-z_]+): (null|"(?:[^"\\]|\\.)*"|\{(?:[^"{}\\]|"(?:[^"\\]|\\.)*")*\})$'
+)
 
 
 class State:
-    """The active namespace and session (state.yaml). Immutable, compared by value.
+    """The active namespace, and the active session of each namespace (state.yaml).
+    Immutable, compared by value.
 
-    Written out rather than a frozen @dataclass, which costs ~1 ms (and the dataclasses
-    import) on every command.
+    ``session`` is the active namespace's session; ``others`` the sessions left active
+    in the other namespaces, resumed when one switches back to them. Written out rather
+    than a frozen @dataclass, which costs ~1 ms (and the dataclasses import) on every
+    command.
     """
 
-    __slots__ = ("namespace", "session")
+    __slots__ = ("namespace", "session", "others")
     namespace: str
     session: str | None
+    others: tuple[tuple[str, str], ...]  # (namespace, session), sorted
 
-    def __init__(self, namespace: str = DEFAULT_NAMESPACE, session: str | None = None) -> None:
+    def __init__(
+        self,
+        namespace: str = DEFAULT_NAMESPACE,
+        session: str | None = None,
+        others: Mapping[str, str] | None = None,
+    ) -> None:
         object.__setattr__(self, "namespace", namespace)
         object.__setattr__(self, "session", session)
+        kept = sorted((ns, sid) for ns, sid in (others or {}).items() if ns != namespace)
+        object.__setattr__(self, "others", tuple(kept))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"cannot assign to field {name!r}")
@@ -52,13 +70,47 @@ class State:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, State):
             return NotImplemented
-        return (self.namespace, self.session) == (other.namespace, other.session)
+        return (self.namespace, self.session, self.others) == (
+            other.namespace,
+            other.session,
+            other.others,
+        )
 
     def __hash__(self) -> int:
-        return hash((self.namespace, self.session))
+        return hash((self.namespace, self.session, self.others))
 
     def __repr__(self) -> str:
-        return f"State(namespace={self.namespace!r}, session={self.session!r})"
+        others = f", others={dict(self.others)!r}" if self.others else ""
+        return f"State(namespace={self.namespace!r}, session={self.session!r}{others})"
+
+    def sessions(self) -> dict[str, str]:
+        """The active session of every namespace that has one."""
+        active = dict(self.others)
+        if self.session is not None:
+            active[self.namespace] = self.session
+        return active
+
+    def session_of(self, namespace: str) -> str | None:
+        return self.sessions().get(namespace)
+
+    def with_session(self, namespace: str, session: str | None) -> State:
+        """This state with ``session`` active in ``namespace`` (None: none active)."""
+        active = self.sessions()
+        if session is None:
+            active.pop(namespace, None)
+        else:
+            active[namespace] = session
+        return State(self.namespace, active.get(self.namespace), active)
+
+    def switched(self, namespace: str) -> State:
+        """``namespace`` made active; every namespace keeps its session."""
+        active = self.sessions()
+        return State(namespace, active.get(namespace), active)
+
+    def without_session(self, session: str) -> State:
+        """This state with ``session`` active nowhere (it ended or was forgotten)."""
+        active = {ns: sid for ns, sid in self.sessions().items() if sid != session}
+        return State(self.namespace, active.get(self.namespace), active)
 
 
 def validate_namespace(name: str) -> str:
@@ -95,9 +147,11 @@ def save_state(db_path: Path, state: State) -> None:
     running as another user) can still read it; a first one gets the umask's default."""
     path = state_path(db_path)
     body = (
-        "# nervamem state: the active namespace and session. Written by nervamem.\n"
+        "# nervamem state: the active namespace, its session, and the session left active\n"
+        "# in each namespace. Written by nervamem.\n"
         f"namespace: {json.dumps(state.namespace)}\n"
         f"session: {json.dumps(state.session)}\n"
+        f"sessions: {json.dumps(state.sessions(), sort_keys=True)}\n"
     )
     try:
         replaced: os.stat_result | None = os.stat(path)
@@ -180,12 +234,27 @@ def _parse_yaml(text: str, path: Path) -> dict[str, Any]:
 
 
 def _validate(raw: dict[str, Any], path: Path) -> State:
+    """The state a file holds. A file without ``sessions`` (written before sessions were
+    kept per namespace) has the active namespace's ``session`` only; ``session`` wins
+    over ``sessions`` for the active namespace, as an older nervamem may have rewritten
+    the file with ``session`` alone."""
     namespace = raw.get("namespace", DEFAULT_NAMESPACE)
     session = raw.get("session")
+    sessions = raw.get("sessions") or {}
     if namespace is None:
         namespace = DEFAULT_NAMESPACE
     if not isinstance(namespace, str) or not NAMESPACE_PATTERN.match(namespace):
         raise StateError(f"{path}: 'namespace' is not a valid namespace name; fix or delete it")
     if session is not None and (not isinstance(session, str) or not ID_PATTERN.match(session)):
         raise StateError(f"{path}: 'session' is not a session ID; fix or delete it")
-    return State(namespace=namespace, session=session)
+    if not isinstance(sessions, dict) or not all(
+        isinstance(ns, str)
+        and NAMESPACE_PATTERN.match(ns)
+        and isinstance(sid, str)
+        and ID_PATTERN.match(sid)
+        for ns, sid in sessions.items()
+    ):
+        raise StateError(
+            f"{path}: 'sessions' is not a mapping of namespaces to session IDs; fix or delete it"
+        )
+    return State(namespace=namespace, session=session, others=sessions)

@@ -35,7 +35,11 @@ def stats(storage: Storage, *, namespace: str | None = None) -> Stats:
     )
     tombstoned, superseded = storage.connection.execute(
         "SELECT coalesce(sum(tombstoned), 0), "
-        "coalesce(sum(tombstoned = 0 AND valid_until IS NOT NULL), 0) "
+        # valid_until is also set by a stated end (store --valid-until): only a node
+        # with a live superseder counts as superseded.
+        "coalesce(sum(tombstoned = 0 AND valid_until IS NOT NULL AND EXISTS (SELECT 1 "
+        "FROM mem_edges e JOIN mem_nodes s ON s.id = e.src WHERE e.dst = mem_nodes.id "
+        "AND e.kind = 'SUPERSEDES' AND s.tombstoned = 0)), 0) "
         "FROM mem_nodes WHERE namespace = ?",
         (ns,),
     ).fetchone()

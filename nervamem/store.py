@@ -26,6 +26,7 @@ from .ids import MIN_SHORT_DIGITS, RandomSource
 from .storage.sqlite import Clock, Storage
 
 if TYPE_CHECKING:
+    from .browse import ListedNode, ListFilter, NodeDetail
     from .code.values import (
         AnchorReport,
         CodeForResult,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
         StalenessReport,
     )
     from .consolidate import ConsolidationResult, Consolidator
+    from .hooks import BackfillResult, CommitRecord
     from .models import (
         CurrentContext,
         ForgetResult,
@@ -117,6 +119,23 @@ class MemoryStore:
     def short_ids(self, ids: Iterable[str], *, min_hex: int = MIN_SHORT_DIGITS) -> dict[str, str]:
         return nodes.short_ids(self.storage, ids, min_hex=min_hex)
 
+    # ------------------------------------------------------------------ browsing
+    def show(self, refs: Sequence[str], *, namespace: str | None = None) -> list[NodeDetail]:
+        """Everything stored about each node ``refs`` name (IDs, prefixes or short IDs),
+        forgotten ones included and marked so."""
+        from . import browse
+
+        return browse.show_nodes(self.storage, refs, namespace=namespace)
+
+    def list_nodes(
+        self, wanted: ListFilter | None = None, *, namespace: str | None = None
+    ) -> list[ListedNode]:
+        """Nodes newest first under ``wanted``'s filters (by default: current memories,
+        no sessions or entities, at most 50)."""
+        from . import browse
+
+        return browse.list_nodes(self.storage, wanted or browse.ListFilter(), namespace=namespace)
+
     # ------------------------------------------------------------------ writes
     def store(
         self,
@@ -126,6 +145,7 @@ class MemoryStore:
         entities: Sequence[str] = (),
         confidence: float = 1.0,
         valid_from: str | datetime | None = None,
+        valid_until: str | datetime | None = None,
         supersedes: str | None = None,
         contradicts: Sequence[str] = (),
         caused_by: Sequence[str] = (),
@@ -142,6 +162,7 @@ class MemoryStore:
             entities=entities,
             confidence=confidence,
             valid_from=valid_from,
+            valid_until=valid_until,
             supersedes=supersedes,
             contradicts=contradicts,
             caused_by=caused_by,
@@ -160,6 +181,7 @@ class MemoryStore:
         entities: Sequence[str] = (),
         confidence: float = 1.0,
         valid_from: str | datetime | None = None,
+        valid_until: str | datetime | None = None,
         supersedes: str | None = None,
         contradicts: Sequence[str] = (),
         caused_by: Sequence[str] = (),
@@ -185,6 +207,7 @@ class MemoryStore:
             rejected,
             session,
             namespace,
+            valid_until,
         )
         result = writing.store_memories(self.storage, (memory,), bulk=False)
         node_id = result.ids[0]
@@ -299,6 +322,22 @@ class MemoryStore:
             namespace=namespace,
             all_namespaces=all_namespaces,
         )
+
+    # ------------------------------------------------------------------ git commits
+    def record_commit(self, repo: str | os.PathLike[str], rev: str = "HEAD") -> CommitRecord:
+        """Record one commit as an action (and its ``Decision:`` trailers as decisions),
+        anchored to the symbols its diff changed; idempotent, keyed by the hash."""
+        from . import hooks
+
+        return hooks.record_commit(self.storage, Path(repo), rev)
+
+    def backfill_commits(
+        self, repo: str | os.PathLike[str], since: str | None = None, *, limit: int | None = None
+    ) -> BackfillResult:
+        """Record the commits after ``since`` (default: all) not recorded yet."""
+        from . import hooks
+
+        return hooks.backfill(self.storage, Path(repo), since, limit=limit)
 
     # ------------------------------------------------------------------ the code bridge
     def index_code(self, root: str | os.PathLike[str] | None = None) -> IndexResult:

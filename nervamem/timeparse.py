@@ -1,7 +1,9 @@
 """Times are stored as fixed-width UTC strings so that SQL compares them as text.
 
 Format: ``YYYY-MM-DDTHH:MM:SS.mmmZ``. Input is ISO-8601 date or date-time; a value
-without a zone is UTC.
+without a zone is UTC. A date alone is its first instant (midnight UTC), except where a
+moment stands for "as of that day" (``recall --as-of``, ``list --until``): there it is
+the last millisecond of the day, so "as of today" includes what was stored today.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ def format_time(moment: datetime) -> str:
     return moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
-def parse_time(text: str, *, option: str = "time") -> str:
-    """Parse user input into the stored form, or raise BadInputError."""
+def parse_time(text: str, *, option: str = "time", end_of_day: bool = False) -> str:
+    """Parse user input into the stored form, or raise BadInputError. With
+    ``end_of_day``, a date alone (``2026-12-03``) means 23:59:59.999 UTC of that day."""
     raw = text.strip()
     if not raw or len(raw) > 64:
         raise BadInputError(f"{option}: {text[:40]!r} is not an ISO-8601 date or date-time")
@@ -35,6 +38,8 @@ def parse_time(text: str, *, option: str = "time") -> str:
             f"{option}: {text[:40]!r} is not an ISO-8601 date or date-time "
             "(e.g. 2026-03-15 or 2026-03-15T09:30:00Z)"
         ) from None
+    if end_of_day and not set(raw) & set("Tt :"):  # a date alone: no time part
+        moment = moment.replace(hour=23, minute=59, second=59, microsecond=999_000)
     try:
         # A zone offset can push 0001-01-01 or 9999-12-31 outside datetime's range.
         return format_time(moment)

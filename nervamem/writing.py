@@ -63,6 +63,11 @@ _SUPERSEDABLE = (
 )
 
 
+# The data key of an end of validity stated when the memory was stored; valid_until is
+# the earlier of it and the start of what supersedes the memory.
+STATED_END = "stated_valid_until"
+
+
 class NewMemory(NamedTuple):
     """One memory for ``store_many``: the arguments of ``MemoryStore.store``. A reference
     is a node ID (or short ID, or unique prefix), or the index of an earlier memory of the
@@ -81,6 +86,9 @@ class NewMemory(NamedTuple):
     rejected: Sequence[str] = ()
     session: str | None = None
     namespace: str | None = None
+    # When it stops being true, if that is known now (a freeze until Friday); None:
+    # open until something supersedes it.
+    valid_until: str | datetime | None = None
 
 
 class _Pending:
@@ -123,7 +131,13 @@ class _Pending:
             _NODE_COLUMNS,
         )
         if self.valid_until:
-            conn.executemany("UPDATE mem_nodes SET valid_until = ? WHERE id = ?", self.valid_until)
+            # The earlier of what is there (a stated end) and the new end: superseding a
+            # memory that expires first leaves its end as it was.
+            conn.executemany(
+                "UPDATE mem_nodes SET valid_until = CASE WHEN valid_until IS NOT NULL "
+                "AND valid_until < ?1 THEN valid_until ELSE ?1 END WHERE id = ?2",
+                self.valid_until,
+            )
             self.valid_until = []
         # In primary-key order: each row lands next to the one before it in the edge
         # table's B-tree instead of on a random page (~35 % less time in edge inserts).
@@ -370,6 +384,15 @@ class _Writer:
             start = valid_from.isoformat(timespec="milliseconds")[:-6] + "Z"
         else:
             start = valid_from_text(self.storage, valid_from)
+        if memory.valid_until is not None:
+            if memory.kind == "entity":
+                raise BadInputError("--valid-until applies to memories, not to entities")
+            until = valid_from_text(self.storage, memory.valid_until, option="--valid-until")
+            if until <= start:
+                raise BadInputError(
+                    f"--valid-until {until} is not after the memory's start ({start})"
+                )
+            data[STATED_END] = until
         session_id = self.session(memory.session, ns)
         supersedes = memory.supersedes
         # Index 0 is a reference too: test for None, not for truth.
@@ -408,6 +431,8 @@ class _Writer:
                 )
             )
             pending.known[node_id] = (memory.kind, ns, start)
+            if STATED_END in data:
+                pending.valid_until.append((data[STATED_END], node_id))
         if old is not None:
             pending.valid_until.append((start, old))
             pending.link(node_id, old, "SUPERSEDES", now)
@@ -434,12 +459,14 @@ class _Writer:
         return node_id
 
 
-def valid_from_text(storage: Storage, value: str | datetime | None) -> str:
+def valid_from_text(
+    storage: Storage, value: str | datetime | None, *, option: str = "--valid-from"
+) -> str:
     if value is None:
         return storage.now()
     if isinstance(value, datetime):
         return format_time(value)
-    return parse_time(value, option="--valid-from")
+    return parse_time(value, option=option)
 
 
 def supersedable(storage: Storage, ref: str, namespace: str, new_start: str) -> str:
@@ -462,7 +489,8 @@ def session_for_write(storage: Storage, explicit: str | None, namespace: str) ->
         if node.kind != "session":
             raise BadInputError(f"{node.id} is a {node.kind}, not a session")
         return node.id
-    active = storage.state.session
+    # The session active in the namespace written to (each namespace has its own).
+    active = storage.state.session_of(namespace)
     if not active:
         return None
     row = storage.connection.execute(
@@ -474,12 +502,18 @@ def session_for_write(storage: Storage, explicit: str | None, namespace: str) ->
 
 
 def recompute_valid_until(storage: Storage, node_id: str) -> None:
-    """valid_until is derived: the earliest valid_from of what supersedes the node."""
-    storage.connection.execute(
-        "UPDATE mem_nodes SET valid_until = (SELECT min(n.valid_from) FROM mem_edges e "
-        "JOIN mem_nodes n ON n.id = e.src WHERE e.dst = ? AND e.kind = 'SUPERSEDES') "
-        "WHERE id = ?",
-        (node_id, node_id),
+    """valid_until is derived: the earliest of the valid_from of what supersedes the
+    node and the end stated when it was stored (``store --valid-until``)."""
+    conn = storage.connection
+    superseded_from, stated = conn.execute(
+        "SELECT (SELECT min(n.valid_from) FROM mem_edges e JOIN mem_nodes n ON n.id = e.src "
+        "WHERE e.dst = ?1 AND e.kind = 'SUPERSEDES'), json_extract(data, '$.' || ?2) "
+        "FROM mem_nodes WHERE id = ?1",
+        (node_id, STATED_END),
+    ).fetchone()
+    ends = [end for end in (superseded_from, stated) if end]
+    conn.execute(
+        "UPDATE mem_nodes SET valid_until = ? WHERE id = ?", (min(ends) if ends else None, node_id)
     )
 
 

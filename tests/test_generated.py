@@ -277,3 +277,19 @@ def test_agent_dispatcher_in_the_guide_works(
     assert node_id in forgot, forgot
     missing = run("memory_forget", {"id": "zzzz"})
     assert missing.startswith("nervamem: error:"), missing
+
+
+def test_the_readme_links_every_document_and_docs_stand_alone() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for doc in sorted((ROOT / "docs").glob("*.md")):
+        assert f"(docs/{doc.name})" in readme, f"link docs/{doc.name} from the README"
+        text = doc.read_text(encoding="utf-8")
+        # The specification is not in the repository: a document may not lean on it.
+        assert "concepts.md" not in text, f"{doc.name} cites concepts.md"
+
+
+def test_the_wheel_installs_the_man_page() -> None:
+    # A text check: tomllib is Python 3.11+, and 3.10 is supported.
+    config = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert "[tool.setuptools.data-files]\n" in config
+    assert '"share/man/man1" = ["man/nervamem.1"]' in config

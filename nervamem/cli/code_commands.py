@@ -3,12 +3,14 @@ They parse, call one core function and render; the core lives in the nervamem.co
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 from ..errors import ExitCode
 from ..render import emit
+from ..visible import visible
 from .edge import NervamemGroup
 from .options import CONTEXT_SETTINGS, FormatOption, NsOption, open_store, output_format
 
@@ -18,7 +20,8 @@ def code_index(
     root: Annotated[
         str | None,
         typer.Argument(
-            help="Folder to index (default: the folder that holds the store's .nervapack/)."
+            help="Folder to index (default: the project: the folder that holds the store's "
+            ".nervapack/, else the git work tree, else the current folder)."
         ),
     ] = None,
     fmt: FormatOption = None,
@@ -37,10 +40,20 @@ def code_index(
       nervamem code index
       nervamem code index src/
     """
+    from ..locate import home_store
+
     output = output_format(ctx, fmt)
-    with open_store(ctx) as memory:
+    with open_store(ctx, create=True) as memory:
         result = memory.index_code(root)
+        in_home_store = memory.path.resolve() == home_store().resolve()
     emit("code_index", result, output)
+    if in_home_store:
+        # No project store was found: say where the graph went, and how to keep each
+        # project's code and memories apart.
+        sys.stderr.write(
+            f"nervamem: note: no project store here, so the code graph is in the home "
+            f"store's folder; run 'nervamem init' in {visible(result.root)} for a project store\n"
+        )
 
 
 def code_for(

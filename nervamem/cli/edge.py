@@ -12,7 +12,8 @@ import typer
 
 from ..errors import ExitCode, NervamemError
 from ..visible import visible
-from .typer_compat import CompletingGroup, NoArgsIsHelpError, UsageError
+from .startup import ROOT_VALUE_OPTIONS
+from .typer_compat import CompletingGroup, Context, NoArgsIsHelpError, UsageError
 
 ENV_DEBUG = "NERVAMEM_DEBUG"
 
@@ -45,8 +46,72 @@ def report(code: str, exit_code: int, message: str, args: Sequence[str]) -> None
     sys.stderr.flush()
 
 
+def hoist_root_options(group: Any, ctx: Context, args: list[str]) -> list[str]:
+    """``args`` with the root options given after the command (``recall x --db f.db``)
+    moved before it, where the root parses them: every command takes ``--db``, ``--ns``,
+    ``--format`` and ``--tokenizer`` wherever they are written. An option the command
+    declares itself (``recall --ns``) stays where it is; so does everything after ``--``
+    and the value of any option the command declares.
+    """
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        if args[index] == "--":
+            return args
+        index += 2 if args[index] in ROOT_VALUE_OPTIONS else 1
+    command = group.get_command(ctx, args[index]) if index < len(args) else None
+    index += 1
+    # Down nested groups (`ns list`) to the command that will run.
+    while command is not None and hasattr(command, "get_command"):
+        if index >= len(args) or args[index].startswith("-"):
+            return args
+        command = command.get_command(ctx, args[index])
+        index += 1
+    if command is None:
+        return args
+    declared: set[str] = set()
+    takes_value: set[str] = set()
+    for param in command.params:
+        names = [*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ())]
+        declared.update(names)
+        if (
+            not getattr(param, "is_flag", True)
+            and getattr(param, "param_type_name", "") == "option"
+        ):
+            takes_value.update(names)
+    front: list[str] = []
+    rest = args[:index]
+    while index < len(args):
+        arg = args[index]
+        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        if arg == "--":
+            rest += args[index:]
+            break
+        if name in ROOT_VALUE_OPTIONS and name not in declared:
+            width = 1 if "=" in arg else 2
+            front += args[index : index + width]
+            index += width
+            continue
+        width = 2 if arg in takes_value else 1
+        rest += args[index : index + width]
+        index += width
+    return front + rest if front else args
+
+
+def command_group(help: str, context_settings: dict[str, Any]) -> typer.Typer:
+    """A sub-app (``nervamem session``, ``ns``, ``hooks``) with the root's error edge and
+    ``context_settings`` (options.CONTEXT_SETTINGS); bare, it shows its help."""
+    return typer.Typer(
+        cls=NervamemGroup, help=help, no_args_is_help=True, context_settings=context_settings
+    )
+
+
 class NervamemGroup(CompletingGroup):
     """Runs the command tree with our own error edge instead of Click's multi-line one."""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        if ctx.parent is None:
+            args = hoist_root_options(self, ctx, args)
+        return list(super().parse_args(ctx, args))
 
     def main(
         self,

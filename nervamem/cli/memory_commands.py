@@ -5,6 +5,7 @@ the result to the renderer of the chosen format."""
 # No "from __future__ import annotations" here: Typer reads these signatures on every
 # call, and string annotations would make it eval() each one again (~3 ms a call).
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -15,9 +16,11 @@ from ..render import emit
 from ..visible import visible
 from . import options
 from .options import (
+    TOKENIZER_CHOICES,
     FormatOption,
     NsOption,
     SessionOption,
+    choices,
     open_store,
     output_format,
     root_settings,
@@ -30,6 +33,18 @@ def _complete_kind(incomplete: str) -> list[str]:
 
 def _complete_any_kind(incomplete: str) -> list[str]:
     return [k for k in NODE_KINDS if k.startswith(incomplete)]
+
+
+KindsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--kind",
+        "-k",
+        metavar=choices(NODE_KINDS),
+        help="Only these kinds (repeatable).",
+        autocompletion=_complete_any_kind,
+    ),
+]
 
 
 def _read_stdin(what: str) -> str:
@@ -55,6 +70,9 @@ def init(
 ) -> None:
     """Create a store in ./.nervapack/memory.db (idempotent).
 
+    It also writes .nervapack/.gitignore, which keeps the store out of git (all but
+    events/, which team memory shares).
+
     \b
     Example:
       nervamem init            # project store in the current folder
@@ -63,7 +81,9 @@ def init(
     from ..locate import (
         STORE_DIR,
         STORE_FILE,
+        find_project_store,
         home_store,
+        keep_store_out_of_git,
         resolve_db_path,
         store_path_in_environment,
         working_folder,
@@ -72,16 +92,27 @@ def init(
 
     settings = root_settings(ctx)
     output = output_format(ctx, fmt)
+    above = None
     if global_:
         target = home_store()
     elif settings.db is not None or store_path_in_environment():
         target = resolve_db_path(settings.db)  # refuses a blank path or a folder's
     else:
         target = working_folder() / STORE_DIR / STORE_FILE
+        above = find_project_store(working_folder().parent)
+        if above is not None and above.resolve() == home_store().resolve():
+            above = None  # the home store is the fallback, not another project's store
     existed = target.exists()
     # Looked up on the module, not imported by name: tests replace the factory.
     options.store_factory(str(target), None).close()
+    keep_store_out_of_git(target.parent)
     emit("init", InitResult(db_path=str(target.resolve()), created=not existed), output)
+    if above is not None and not existed:
+        # Commands here used that store until now; from now on they use this one.
+        sys.stderr.write(
+            f"nervamem: warning: {visible(str(above))} already holds a store for a folder "
+            "above this one; commands run here now use the new store instead\n"
+        )
 
 
 def store(
@@ -107,6 +138,13 @@ def store(
     valid_from: Annotated[
         str | None,
         typer.Option("--valid-from", help="When it became true (ISO-8601; default now, UTC)."),
+    ] = None,
+    valid_until: Annotated[
+        str | None,
+        typer.Option(
+            "--valid-until",
+            help="When it stops being true, if known now (ISO-8601; default: until superseded).",
+        ),
     ] = None,
     supersedes: Annotated[
         str | None, typer.Option("--supersedes", help="ID of the node this one replaces.")
@@ -139,16 +177,18 @@ def store(
       nervamem store decision "Chose JWT for auth" -e AuthService --rationale stateless
       ID=$(nervamem store fact "auth tokens last 15 minutes" -e auth_service)
       git log -1 --format=%B | nervamem store action -
+      nervamem store fact "deploys are frozen" --valid-until 2026-12-04T18:00Z
     """
     output = output_format(ctx, fmt)
     text = _read_stdin("content") if content == "-" else content
-    with open_store(ctx, namespace) as memory:
+    with open_store(ctx, namespace, create=True) as memory:
         node_id, anchoring = memory.store_anchored(
             kind,
             text,
             entities=entity or (),
             confidence=confidence,
             valid_from=valid_from,
+            valid_until=valid_until,
             supersedes=supersedes,
             contradicts=contradicts or (),
             caused_by=caused_by or (),
@@ -170,20 +210,24 @@ def recall(
         int, typer.Option("--budget", "-b", help="Hard limit on output tokens.")
     ] = 500,
     as_of: Annotated[
-        str | None, typer.Option("--as-of", help="Show what was true at this date/time.")
-    ] = None,
-    kind: Annotated[
-        list[str] | None,
+        str | None,
         typer.Option(
-            "--kind", "-k", help="Only these kinds (repeatable).", autocompletion=_complete_any_kind
+            "--as-of",
+            help="Show what was true at this date/time (a date alone: the end of that day).",
         ),
     ] = None,
+    kind: KindsOption = None,
     hops: Annotated[
         int, typer.Option("--hops", help="Graph expansion depth (0 turns it off).")
     ] = 2,
     namespace: NsOption = None,
     fmt: FormatOption = None,
-    tokenizer: Annotated[str | None, typer.Option("--tokenizer", help="char or tiktoken.")] = None,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(
+            "--tokenizer", metavar=choices(TOKENIZER_CHOICES), help="Token counter for the budget."
+        ),
+    ] = None,
     min_score: Annotated[
         float,
         typer.Option(
@@ -235,6 +279,88 @@ def timeline(
     with open_store(ctx, namespace) as memory:
         items = memory.timeline(text, limit=limit)
     emit("timeline", items, output)
+
+
+def show(
+    ctx: typer.Context,
+    node_ids: Annotated[
+        list[str], typer.Argument(metavar="ID...", help="Short IDs, IDs or prefixes.")
+    ],
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+) -> None:
+    """Show everything stored about nodes, forgotten ones included.
+
+    Content, validity, session, entities, rationale, rejected alternatives, edges both
+    ways (what it supersedes, what caused it, what it caused) and code anchors.
+
+    \b
+    Example:
+      nervamem show d-3a9c
+      nervamem show d-3a9c f-07b1 --format json
+    """
+    output = output_format(ctx, fmt)
+    with open_store(ctx, namespace) as memory:
+        details = memory.show(node_ids)
+    emit("show", details, output)
+
+
+def list_nodes(
+    ctx: typer.Context,
+    kind: KindsOption = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Only what was stored in this session.")
+    ] = None,
+    entity: Annotated[
+        str | None, typer.Option("--entity", "-e", help="Only memories about this entity.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Only what was recorded at or after this date/time."),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until", help="Only what was recorded up to this date/time (a date: its end)."
+        ),
+    ] = None,
+    include_superseded: Annotated[
+        bool, typer.Option("--include-superseded", help="Also superseded versions.")
+    ] = False,
+    include_forgotten: Annotated[
+        bool, typer.Option("--include-forgotten", help="Also forgotten (tombstoned) nodes.")
+    ] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many.")] = 50,
+    namespace: NsOption = None,
+    fmt: FormatOption = None,
+) -> None:
+    """List memories newest first: browse rather than search.
+
+    Without --kind every kind but session and entity is listed. Superseded and
+    forgotten nodes are left out unless asked for.
+
+    \b
+    Example:
+      nervamem list
+      nervamem list --kind decision --since 2026-12-01
+      nervamem list --entity AuthService --include-superseded --format json
+    """
+    from ..browse import ListFilter
+
+    output = output_format(ctx, fmt)
+    wanted = ListFilter(
+        kinds=tuple(kind or ()),
+        session=session,
+        entity=entity,
+        since=since,
+        until=until,
+        include_superseded=include_superseded,
+        include_forgotten=include_forgotten,
+        limit=limit,
+    )
+    with open_store(ctx, namespace) as memory:
+        items = memory.list_nodes(wanted)
+    emit("list", items, output)
 
 
 def forget(
@@ -330,5 +456,16 @@ def consolidate(
 
 def register(app: typer.Typer) -> None:
     """Add the memory commands to ``app``, in the order --help lists them."""
-    for command in (init, store, recall, timeline, forget, stats, consolidate):
-        app.command()(command)
+    commands: list[tuple[str | None, Callable[..., None]]] = [
+        (None, init),
+        (None, store),
+        (None, recall),
+        (None, timeline),
+        (None, show),
+        ("list", list_nodes),
+        (None, forget),
+        (None, stats),
+        (None, consolidate),
+    ]
+    for name, command in commands:
+        app.command(name)(command)

@@ -19,6 +19,15 @@ if TYPE_CHECKING:
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+def choices(values: "tuple[str, ...] | list[str]") -> str:
+    """The metavar of an option that takes one of fixed values: usage and help show
+    ``[markdown|json|table]`` instead of ``<str>``."""
+    return "[" + "|".join(values) + "]"
+
+
+TOKENIZER_CHOICES = ("char", "tiktoken")
+
+
 class Settings:
     """The root options, shared with every command through the context.
 
@@ -69,6 +78,7 @@ FormatOption = Annotated[
     typer.Option(
         "--format",
         "-f",
+        metavar=choices(("markdown", "json", "table")),
         help="Output format: markdown, json or table (default: table on a terminal, "
         "markdown when piped; env NERVAMEM_FORMAT).",
         autocompletion=lambda incomplete: [
@@ -96,8 +106,24 @@ def _default_store_factory(db: str | None, namespace: str | None) -> "MemoryStor
 store_factory = _default_store_factory
 
 
-def open_store(ctx: typer.Context, namespace: str | None = None) -> "MemoryStore":
+def open_store(
+    ctx: typer.Context, namespace: str | None = None, *, create: bool = False
+) -> "MemoryStore":
+    """The store the command works on. Only ``init`` and the commands that write
+    (``create=True``) may create it: a read of an explicit ``--db`` path that does not
+    exist fails (exit 1) instead of answering from a new, empty store left behind, as a
+    mistyped path would."""
     root = root_settings(ctx)
+    if not create and root.db is not None:
+        from ..errors import StoreMissingError
+        from ..locate import given_path, shown_path
+
+        path = given_path(root.db, "the store path")
+        if not path.exists():
+            raise StoreMissingError(
+                f"no store at {shown_path(path)}: check the path, or create it with "
+                f"'nervamem --db {shown_path(root.db)} init'"
+            )
     return store_factory(root.db, namespace if namespace is not None else root.namespace)
 
 

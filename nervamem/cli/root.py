@@ -14,9 +14,16 @@ from typing import Annotated, Any
 import typer
 
 from .. import __version__
-from . import code_commands, mcp_commands, memory_commands, session_commands
+from . import code_commands, hook_commands, mcp_commands, memory_commands, session_commands
 from .edge import NervamemGroup
-from .options import CONTEXT_SETTINGS, FormatOption, NsOption, Settings
+from .options import (
+    CONTEXT_SETTINGS,
+    TOKENIZER_CHOICES,
+    FormatOption,
+    NsOption,
+    Settings,
+    choices,
+)
 from .startup import app_for, skip_collection_at_exit
 
 app = typer.Typer(
@@ -60,6 +67,7 @@ def root(
         str | None,
         typer.Option(
             "--tokenizer",
+            metavar=choices(TOKENIZER_CHOICES),
             help="Token counter for budgets: char or tiktoken (env NERVAMEM_TOKENIZER).",
             autocompletion=lambda incomplete: [
                 t for t in ("char", "tiktoken") if t.startswith(incomplete)
@@ -79,6 +87,7 @@ def root(
 memory_commands.register(app)
 session_commands.register(app)
 code_commands.register(app)
+hook_commands.register(app)
 mcp_commands.register(app)
 
 

@@ -11,7 +11,7 @@ import typer
 
 from ..render import emit
 from ..visible import visible
-from .edge import NervamemGroup
+from .edge import command_group
 from .options import (
     CONTEXT_SETTINGS,
     FormatOption,
@@ -29,14 +29,14 @@ def session_start(
     namespace: NsOption = None,
     fmt: FormatOption = None,
 ) -> None:
-    """Start a session, make it active and print its ID.
+    """Start a session, make it the namespace's active one and print its ID.
 
     \b
     Example:
       SID=$(nervamem session start "migrate auth to JWT")
     """
     output = output_format(ctx, fmt)
-    with open_store(ctx, namespace) as memory:
+    with open_store(ctx, namespace, create=True) as memory:
         session_id = memory.start_session(title)
     emit("id", session_id, output)
 
@@ -64,7 +64,7 @@ def ns_switch(
     name: Annotated[str, typer.Argument(help="Namespace name.", autocompletion=complete_namespace)],
     fmt: FormatOption = None,
 ) -> None:
-    """Make NAME the active namespace (this ends the active session's scope).
+    """Make NAME the active namespace, resuming the session left active there.
 
     A namespace needs no creating: when NAME holds no memories yet, a note on stderr
     says so, in case the name was mistyped.
@@ -74,7 +74,7 @@ def ns_switch(
       nervamem ns switch project_b
     """
     output = output_format(ctx, fmt)
-    with open_store(ctx) as memory:
+    with open_store(ctx, create=True) as memory:
         is_new = not memory.has_memories(name)
         result = memory.switch_namespace(name)
     emit("ns_switch", result, output)
@@ -114,28 +114,20 @@ def ns_current(ctx: typer.Context, fmt: FormatOption = None) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add the ``session`` and ``ns`` groups to ``app``, in the order --help lists them."""
-    session_app = typer.Typer(
-        cls=NervamemGroup,
-        help=(
-            "Start and end sessions (a session scopes what an agent did in one task).\n\n"
-            '\b\nExample:\n  SID=$(nervamem session start "migrate auth to JWT")\n'
-            '  nervamem session end --summary "auth now uses JWT"'
-        ),
-        no_args_is_help=True,
-        context_settings=CONTEXT_SETTINGS,
+    session_app = command_group(
+        "Start and end sessions (a session scopes what an agent did in one task).\n\n"
+        '\b\nExample:\n  SID=$(nervamem session start "migrate auth to JWT")\n'
+        '  nervamem session end --summary "auth now uses JWT"',
+        CONTEXT_SETTINGS,
     )
     session_app.command("start")(session_start)
     session_app.command("end")(session_end)
     app.add_typer(session_app, name="session")
 
-    ns_app = typer.Typer(
-        cls=NervamemGroup,
-        help=(
-            "Namespaces: separate memories in one store.\n\n"
-            "\b\nExample:\n  nervamem ns list\n  nervamem ns switch project_b"
-        ),
-        no_args_is_help=True,
-        context_settings=CONTEXT_SETTINGS,
+    ns_app = command_group(
+        "Namespaces: separate memories in one store.\n\n"
+        "\b\nExample:\n  nervamem ns list\n  nervamem ns switch project_b",
+        CONTEXT_SETTINGS,
     )
     ns_app.command("switch")(ns_switch)
     ns_app.command("list")(ns_list)

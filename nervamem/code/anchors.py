@@ -8,6 +8,7 @@ prints, so warnings travel in :class:`AnchorReport`.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..storage import rows
 from .files import normalise_path, source_path
 from .graph_file import RACY_WINDOW_NS, as_int
+from .languages import SOURCE_SUFFIXES
 from .live import LiveSource, nearest
 from .sidecar import CodeIndex, open_code_index
 from .symbols import HASH_SCHEME
@@ -65,6 +67,13 @@ def anchor_entities(
                 if candidates:
                     break
             if not candidates:
+                if looks_like_code(names[0]):
+                    # Named like code yet nothing matches: a typo or a symbol gone. As
+                    # for an ambiguous name, the memory is stored; the writer is told.
+                    warnings.append(
+                        f"entity {names[0]!r} matches nothing in the code graph; not anchored "
+                        "(run 'nervamem code index' if the code is new)"
+                    )
                 continue
             matched = list(candidates.values())
             if len(matched) > 1:
@@ -101,6 +110,23 @@ def anchor_entities(
             )
             anchors_all += [replace(a, entity_id=entity_id, entity=entity_name) for a in anchors]
     return AnchorReport(node_id, tuple(anchors_all), tuple(ambiguous), tuple(warnings))
+
+
+_DOTTED_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+
+
+def looks_like_code(name: str) -> bool:
+    """Whether an entity name is written as a code reference (a path, ``path::name``,
+    ``Class.method``): only those are worth a warning when nothing matches. A plain word
+    (``JWT``, ``AuthService``) may name something that is not code at all."""
+    text = name.strip()
+    return (
+        "::" in text
+        or "/" in text
+        or "\\" in text
+        or text.endswith(SOURCE_SUFFIXES)
+        or bool(_DOTTED_NAME.match(text))
+    )
 
 
 def _anchor_now(symbol: CodeSymbol, index: CodeIndex, live: LiveSource) -> CodeAnchor:

@@ -113,6 +113,36 @@ def default_root(graph_path: Path) -> Path:
     return graph_path.parent.parent.resolve()
 
 
+def default_scan_root(base: Path, cwd: Path, home: Path | None) -> Path:
+    """The folder ``code index`` reads when given none: the project. That is ``base``,
+    the folder holding the store's folder, unless the store in use is the home store
+    (``home``: no project store was found) or ``base`` lies above the git work tree of
+    the working folder: then the work tree, else the working folder. Never silently
+    a folder above the user's repository."""
+    here = cwd.resolve()
+    top = git_work_tree(here)
+    if top is not None and top != base and relative_to(top, base) is not None:
+        return top  # the store's folder is above the repository: index the repository
+    if home is not None and base == home.resolve():
+        return top or here
+    return base
+
+
+def git_work_tree(folder: Path) -> Path | None:
+    """The top of the git work tree holding ``folder``, or None (no git, not in one)."""
+    try:
+        completed = subprocess.run(
+            ["git", "-C", str(folder), "rev-parse", "--show-toplevel"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    top = completed.stdout.decode("utf-8", "surrogateescape").strip()
+    return Path(top).resolve() if completed.returncode == 0 and top else None
+
+
 def relative_to(path: Path, base: Path) -> str | None:
     try:
         rel = path.relative_to(base).as_posix()

@@ -12,9 +12,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import BadInputError, NotFoundError
-from ..locate import graph_path_beside
-from .files import default_root, expanded_path, list_source_files, relative_to
+from ..errors import BadInputError, NotFoundError, StoreError
+from ..locate import graph_path_beside, home_store, working_folder
+from .files import (
+    default_root,
+    default_scan_root,
+    expanded_path,
+    list_source_files,
+    relative_to,
+)
 from .graph_file import GENERATOR, INDEX_VERSION, RACY_WINDOW_NS, as_int, read_graphml, write_graph
 from .parsing import GrammarMissing, language_name, source_symbols
 from .sidecar import CodeIndex, open_sidecar, sidecar_is_fresh, write_sidecar
@@ -26,14 +32,27 @@ if TYPE_CHECKING:
 
 
 def index_code(storage: Storage, root: str | os.PathLike[str] | None = None) -> IndexResult:
-    """Write the code graph of ``root`` (default: the folder holding the store's folder)
-    beside the store, reusing the nodes of files unchanged since the last index."""
+    """Write the code graph of ``root`` beside the store, reusing the nodes of files
+    unchanged since the last index. ``root`` defaults to the project: the folder
+    holding the store's folder, else the git work tree, else the working folder
+    (files.default_scan_root)."""
     return build_index(graph_path_beside(storage.path), root)
+
+
+def _home_store_folder() -> Path | None:
+    """The folder holding the home store's folder, or None where there is no home."""
+    try:
+        return home_store().parent.parent
+    except StoreError:
+        return None
 
 
 def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) -> IndexResult:
     base = default_root(graph_path)
-    scan_root = expanded_path(root).resolve() if root else base
+    if root:
+        scan_root = expanded_path(root).resolve()
+    else:
+        scan_root = default_scan_root(base, working_folder(), _home_store_folder())
     if not scan_root.exists():
         raise NotFoundError(f"{root} does not exist")
     if not scan_root.is_dir():

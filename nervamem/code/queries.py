@@ -11,7 +11,7 @@ import errno
 import json
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -168,6 +168,7 @@ def code_for(
         else:
             merged[touch.memory_id] = (touch, hits)
             items.append(merged[touch.memory_id])
+    items = [(touch, [_lines_today(anchor, live) for anchor in hits]) for touch, hits in items]
     items.sort(key=lambda pair: (pair[0].recorded_at, pair[0].memory_id), reverse=True)
     short = nodes.short_ids(storage, [touch.memory_id for touch, _ in items])
     return CodeForResult(
@@ -186,6 +187,18 @@ def code_for(
             for touch, anchors in items
         ),
     )
+
+
+def _lines_today(anchor: CodeAnchor, live: LiveSource) -> CodeAnchor:
+    """The anchor with the lines its symbol spans in the file as it reads now (code-for
+    asks about today's file); as recorded when the symbol cannot be found any more."""
+    if anchor.kind == "module":
+        return anchor
+    located = live.locate(anchor.file_path, anchor.qualname, anchor.kind)
+    if not located:
+        return anchor
+    now = nearest(located, anchor.start_line)
+    return replace(anchor, start_line=now.start_line, end_line=now.end_line)
 
 
 def _recorded_contains(anchor: CodeAnchor, line: int) -> bool:

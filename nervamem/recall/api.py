@@ -61,7 +61,7 @@ def run_recall(
         as_of_text = (
             format_time(as_of)
             if isinstance(as_of, datetime)
-            else parse_time(as_of, option="--as-of")
+            else parse_time(as_of, option="--as-of", end_of_day=True)
         )
     now = storage.clock()
     reference = to_datetime(as_of_text) if as_of_text else now

@@ -82,6 +82,10 @@ def to_document(view: str, payload: Any) -> Any:
         return {"id": payload}
     if view == "ns_list":
         return {"namespaces": [{"name": n.name, "nodes": n.nodes} for n in payload]}
+    if view in ("show", "list"):
+        from dataclasses import asdict
+
+        return {"nodes" if view == "show" else "items": [asdict(item) for item in payload]}
     from dataclasses import asdict, is_dataclass
 
     if is_dataclass(payload) and not isinstance(payload, type):

@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING, Any
 from ..visible import one_line, visible
 
 if TYPE_CHECKING:  # annotations only: `store` prints an ID without building the models
+    from ..browse import Link, ListedNode, NodeDetail
+    from ..code.values import CodeAnchor
     from ..consolidate import ConsolidationResult
+    from ..hooks import BackfillResult, CommitRecord
     from ..models import (
         CurrentContext,
         ForgetResult,
@@ -68,7 +71,11 @@ def _render(view: str, payload: Any) -> str:
         return "\n".join(lines) + "\n"
     if view == "ns_list":
         infos: list[NamespaceInfo] = payload
-        return "".join(f"{info.name}\t{info.nodes}\n" for info in infos)
+        lines = [f"## Namespaces ({len(infos)})", ""]
+        lines += [
+            f"- {info.name}: {info.nodes} node{'' if info.nodes == 1 else 's'}" for info in infos
+        ]
+        return "\n".join(lines) + "\n"
     if view in ("ns_current", "ns_switch"):
         context: CurrentContext = payload
         return f"namespace: {context.namespace}\nsession: {context.session or '-'}\n"
@@ -81,6 +88,14 @@ def _render(view: str, payload: Any) -> str:
         return VIEWS[view](payload)
     if view == "consolidate":
         return _consolidation(payload)
+    if view == "show":
+        return "\n".join(_show(detail) for detail in payload)
+    if view == "list":
+        return _list(payload)
+    if view == "hooks_record":
+        return _commit_line(payload) + "\n"
+    if view == "hooks_backfill":
+        return _backfill(payload)
     raise ValueError(f"no markdown renderer for {view}")
 
 
@@ -97,4 +112,100 @@ def _consolidation(result: ConsolidationResult) -> str:
         lines.append("")
     for dup in result.duplicates:
         lines.append(f"- [{dup.short_id}] duplicate of [{dup.duplicate_of_short}] ({dup.reason})")
+    return "\n".join(lines) + "\n"
+
+
+# How an edge reads from the node shown: (edge kind, direction) -> label.
+LINK_LABELS = {
+    ("SUPERSEDES", "out"): "supersedes",
+    ("SUPERSEDES", "in"): "superseded by",
+    ("CONTRADICTS", "out"): "contradicts",
+    ("CONTRADICTS", "in"): "contradicted by",
+    ("CAUSED", "out"): "caused",
+    ("CAUSED", "in"): "caused by",
+    ("DERIVED_FROM", "out"): "derived from",
+    ("DERIVED_FROM", "in"): "source of",
+    ("OCCURRED_IN", "in"): "in this session",
+    ("ABOUT", "in"): "about it",
+    ("TOUCHES", "in"): "anchored by",
+}
+
+
+def link_label(link: Link) -> str:
+    return LINK_LABELS.get((link.edge, link.direction), f"{link.edge} {link.direction}")
+
+
+def link_text(link: Link) -> str:
+    forgotten = " (forgotten)" if link.tombstoned else ""
+    return f"[{link.short_id}] {link.kind} — {one_line(link.content)}{forgotten}"
+
+
+def anchor_text(anchor: CodeAnchor) -> str:
+    via = f" via entity {anchor.entity}" if anchor.entity else ""
+    return f"{anchor.location} {anchor.qualname or anchor.graph_node_id}{via}"
+
+
+def _show(detail: NodeDetail) -> str:
+    lines = [
+        f"## [{detail.short_id}] {detail.kind} · {detail.status}",
+        "",
+        one_line(detail.content),
+        "",
+        f"- id: {detail.id}",
+        f"- namespace: {detail.namespace}",
+        f"- valid: {detail.valid_from} → {detail.valid_until or 'open'}",
+        f"- recorded: {detail.recorded_at}",
+        f"- confidence: {detail.confidence:g}",
+    ]
+    if detail.session is not None:
+        lines.append(f"- session: [{detail.session.short_id}] {one_line(detail.session.content)}")
+    if detail.entities:
+        lines.append("- entities: " + ", ".join(one_line(e) for e in detail.entities))
+    if detail.rationale:
+        lines.append(f"- rationale: {one_line(detail.rationale)}")
+    for alternative in detail.rejected:
+        lines.append(f"- rejected: {one_line(alternative)}")
+    for link in detail.links:
+        lines.append(f"- {link_label(link)}: {link_text(link)}")
+    lines += [f"- anchored: {one_line(anchor_text(anchor))}" for anchor in detail.anchors]
+    for key, value in sorted(detail.data.items()):
+        lines.append(f"- {key}: {one_line(str(value))}")
+    return "\n".join(lines) + "\n"
+
+
+def _list(items: list[ListedNode]) -> str:
+    lines = [f"## Memories ({len(items)} item{'' if len(items) == 1 else 's'}, newest first)"]
+    if items:
+        lines.append("")
+    for item in items:
+        status = "" if item.status == "current" else f" [{item.status}]"
+        session = f" · session {item.session_short_id}" if item.session_short_id else ""
+        lines.append(
+            f"- [{item.short_id}] {item.recorded_at[:10]} · {item.kind}{session} — "
+            f"{one_line(item.content)}{status}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _commit_line(record: CommitRecord) -> str:
+    if record.already:
+        return f"already recorded {record.short} as {record.action_short}"
+    parts = [f"recorded {record.short} as {record.action_short}"]
+    if record.decisions:
+        parts.append(f"{len(record.decisions)} decision{'' if len(record.decisions) == 1 else 's'}")
+    if record.symbols:
+        parts.append(f"anchored to {', '.join(record.symbols)}")
+    return "; ".join(parts) + f" — {one_line(record.subject)}"
+
+
+def _backfill(result: BackfillResult) -> str:
+    count = len(result.recorded)
+    span = f" after {result.since}" if result.since else ""
+    lines = [
+        f"## Backfill of {result.repository}{span}: {count} commit{'' if count == 1 else 's'} "
+        f"recorded, {result.already} already recorded"
+    ]
+    if result.recorded:
+        lines.append("")
+    lines += [f"- {_commit_line(record)}" for record in result.recorded]
     return "\n".join(lines) + "\n"

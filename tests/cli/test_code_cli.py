@@ -91,8 +91,11 @@ def test_consolidate_json_contract(cli: Run, finished_session: list[str]) -> Non
 
 
 def test_consolidate_table_and_unknown_strategy(cli: Run, finished_session: list[str]) -> None:
-    table = cli("consolidate", "--dry-run", "--format", "table")
-    assert table.exit_code == 0 and "jobs_processed" in table.stdout
+    table = cli("consolidate", "--dry-run", "--format", "table", env={"COLUMNS": "100"})
+    assert table.exit_code == 0 and "1 pending job" in table.stdout
+    # A real table: short IDs and the reason, no dump of the result's fields.
+    assert "duplicate of" in table.stdout and "jobs_processed" not in table.stdout
+    assert finished_session[0] not in table.stdout
     bad = cli("consolidate", "--strategy", "nope", "--format", "json")
     assert bad.exit_code == 2 and bad.stdout == ""
     assert json.loads(bad.stderr)["error"]["code"] == "bad_input"
@@ -305,3 +308,50 @@ def test_store_and_recall_never_import_networkx(repo: Path) -> None:
         assert status == "exit=0 networkx=False", args
     anchors = json.loads(_probe(repo, "code-to", node_id)[0])["anchors"]
     assert [a["graph_node_id"] for a in anchors] == ["pkg/auth.py::AuthService"]
+
+
+@pytest.mark.parametrize("columns", ["100", "60"])
+def test_code_tables_show_short_ids_and_no_python_reprs(
+    cli: Run, anchored: dict[str, str], repo: Path, snapshot: Any, columns: str
+) -> None:
+    """Real tables at a wide and a 60-column terminal: short IDs, symbols with their
+    lines, never a full ID, a dict or a tuple."""
+    edit(repo / "pkg" / "auth.py", 'f"token-{user}"', 'f"jwt-{user}"')
+    outputs = []
+    for args in (("code-for", "pkg/auth.py"), ("code-to", anchored["login"]),
+                 ("verify-staleness",)):  # fmt: skip
+        result = cli(*args, "--format", "table", env={"COLUMNS": columns})
+        text = _ok(result)
+        assert max(len(line) for line in text.splitlines()) <= int(columns)
+        assert "{'" not in text and "('" not in text and anchored["login"] not in text
+        outputs.append(text)
+    assert tuple(outputs) == snapshot
+
+
+def test_timeline_is_readable_in_60_columns(cli: Run, anchored: dict[str, str]) -> None:
+    text = _ok(cli("timeline", "login", "--format", "table", env={"COLUMNS": "60"}))
+    assert "login returns a token" in text  # whole words, not 7-letter slivers
+
+
+def test_anchoring_a_code_name_that_matches_nothing_warns(
+    cli: Run, anchored: dict[str, str]
+) -> None:
+    result = cli("store", "fact", "init is lazy", "-e", "pkg/auth.py::_init")
+    assert result.exit_code == 0
+    assert result.stdout.strip().startswith("f_")
+    assert "'pkg/auth.py::_init' matches nothing in the code graph" in result.stderr
+    # A plain word may name something that is not code: no warning.
+    plain = cli("store", "fact", "tokens are JWTs", "-e", "JWT")
+    assert (plain.exit_code, plain.stderr) == (0, "")
+
+
+def test_code_for_a_line_labels_the_symbol_with_todays_lines(
+    cli: Run, anchored: dict[str, str], repo: Path
+) -> None:
+    # Three lines above the class: login moves from lines 7-8 to 10-11.
+    edit(repo / "pkg" / "auth.py", '"""Authentication."""\n', '"""Authentication."""\n\n\n\n')
+    text = _ok(cli("code-for", "pkg/auth.py:10", "--format", "markdown"))
+    assert "AuthService.login L10-11" in text
+    document = json.loads(_ok(cli("code-for", "pkg/auth.py:10", "--format", "json")))
+    login = next(item for item in document["items"] if item["id"] == anchored["login"])
+    assert (login["anchors"][0]["start_line"], login["anchors"][0]["end_line"]) == (10, 11)

@@ -91,7 +91,8 @@ def test_recall_as_of_shows_the_old_decision(cli: Run, seeded: dict[str, str]) -
     )
     assert [i["id"] for i in now["items"]] == [seeded["new"]]
     assert [i["id"] for i in then["items"]] == [seeded["old"]]
-    assert then["as_of"] == "2026-03-15T00:00:00.000Z"
+    # A date alone is the end of that day (timeparse.py).
+    assert then["as_of"] == "2026-03-15T23:59:59.999Z"
 
 
 def test_recall_json_contract(cli: Run, seeded: dict[str, str]) -> None:

@@ -341,11 +341,19 @@ def test_hook_never_fails_a_commit_when_the_store_is_unusable(
 
 @needs_git
 def test_hook_is_silent_when_nervamem_is_not_installed(repo: Path) -> None:
+    done, _ = _commit(repo, "no memory here", NERVAMEM_BIN="/nonexistent/nervamem")
+    assert done.returncode == 0
+    assert done.stderr == ""
+    assert _head_subject(repo) == "no memory here"
+
+
+@needs_git
+def test_hook_in_the_foreground_says_why_when_nervamem_is_not_installed(repo: Path) -> None:
     done, _ = _commit(
         repo, "no memory here", NERVAMEM_BIN="/nonexistent/nervamem", NERVAMEM_HOOK_FOREGROUND="1"
     )
     assert done.returncode == 0
-    assert done.stderr == ""
+    assert "'/nonexistent/nervamem' is not on PATH" in done.stderr
     assert _head_subject(repo) == "no memory here"
 
 

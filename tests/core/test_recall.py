@@ -250,3 +250,16 @@ def test_prefix_matches_of_another_namespace_do_not_crowd_out_matches(store: Mem
         for n in range(2100):
             store.store("fact", f"widgetry gadget {n}", namespace="other")
     assert mine in [i.id for i in store.recall("widg", hops=0).items]
+
+
+def test_as_of_a_date_alone_includes_what_was_stored_that_day(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    # The fixed clock reads 2026-07-03T12:00; "as of 2026-07-03" used to mean midnight
+    # and hid everything stored that day.
+    store = make_store()
+    node = store.store("fact", "the build is green")
+    shown = store.recall("build green", as_of="2026-07-03")
+    assert [item.id for item in shown.items] == [node]
+    assert shown.as_of == "2026-07-03T23:59:59.999Z"
+    assert store.recall("build green", as_of="2026-07-03T00:00:00Z").items == ()

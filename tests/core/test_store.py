@@ -532,3 +532,38 @@ def test_an_empty_namespace_is_refused(make_store: Callable[..., MemoryStore]) -
         make_store(namespace="")
     with pytest.raises(BadInputError, match="namespace"):
         make_store().store("fact", "x", namespace="")
+
+
+def test_valid_until_bounds_a_memory_in_time(store: MemoryStore) -> None:
+    # The fixed clock reads 2026-07-03T12:00: the freeze ends on Friday the 10th.
+    freeze = store.store("fact", "deploys are frozen", valid_until="2026-07-10T18:00:00Z")
+    assert store.get(freeze).valid_until == "2026-07-10T18:00:00.000Z"
+    assert [i.id for i in store.recall("deploys frozen").items] == [freeze]
+    assert store.recall("deploys frozen", as_of="2026-07-11").items == ()
+    noon = store.recall("deploys frozen", as_of="2026-07-10T12:00:00Z")
+    assert [i.id for i in noon.items] == [freeze]
+    # Superseded after its end: the stated end stays; purging the superseder keeps it.
+    later = store.store("fact", "deploys resume", valid_from="2026-07-20", supersedes=freeze)
+    assert store.get(freeze).valid_until == "2026-07-10T18:00:00.000Z"
+    store.forget(later, purge=True)
+    assert store.get(freeze).valid_until == "2026-07-10T18:00:00.000Z"
+    # Superseded before its end: the successor's start ends it.
+    early = store.store("fact", "freeze lifted early", valid_from="2026-07-05", supersedes=freeze)
+    assert store.get(freeze).valid_until == "2026-07-05T00:00:00.000Z"
+    assert early
+
+
+def test_valid_until_must_come_after_the_start(store: MemoryStore) -> None:
+    with pytest.raises(BadInputError, match="--valid-until"):
+        store.store("fact", "x", valid_from="2026-07-10", valid_until="2026-07-09")
+    with pytest.raises(BadInputError, match="--valid-until"):
+        store.store("entity", "Thing", valid_until="2026-07-09")
+    with pytest.raises(BadInputError, match="--valid-until"):
+        store.store("fact", "x", valid_until="friday")
+
+
+def test_stats_do_not_count_a_stated_end_as_superseded(store: MemoryStore) -> None:
+    store.store("fact", "frozen until Friday", valid_until="2026-07-10")
+    old = store.store("fact", "v1")
+    store.store("fact", "v2", supersedes=old)
+    assert store.stats().superseded == 1

@@ -145,10 +145,11 @@ def test_no_home_folder_for_the_default_store(
     _no_home(monkeypatch)
     for args in (["stats"], ["init", "--global"], ["store", "fact", "x"]):
         line = assert_clean_error(plain(*args), 1, what=args)
-        assert "NERVAPACK_MEMORY_DB" in line and "home folder" in line, line
+        assert "NERVAMEM_DB" in line and "home folder" in line, line
         assert_json_error(plain("--format", "json", *args), 1, what=args)
     assert_clean_error(plain("--db", "~/memory.db", "stats"), 2)
     # The ways out work.
+    assert plain("--db", str(tmp_path / "s" / "memory.db"), "init").exit_code == 0
     assert plain("--db", str(tmp_path / "s" / "memory.db"), "stats").exit_code == 0
     assert plain("stats", env={"NERVAPACK_MEMORY_DB": str(tmp_path / "e.db")}).exit_code == 0
 
@@ -328,5 +329,5 @@ def test_a_deleted_working_folder(
     gone.rmdir()
     for args in (["stats"], ["init"], ["store", "fact", "x"]):
         line = assert_clean_error(plain(*args), 1, what=args)
-        assert "working folder" in line and "NERVAPACK_MEMORY_DB" in line, line
+        assert "working folder" in line and "NERVAMEM_DB" in line, line
     assert not (tmp_path / "home").exists()

@@ -107,23 +107,27 @@ def _check_session_start(db: Path, outcome: Outcome, state: State, _: str) -> No
     started_in = _node(db, started)[0]
     if state.session is None:  # start, then switch
         assert started_in == "a", (state, started_in)
+        assert state.session_of("a") == started  # resumed when a is active again
     else:  # switch, then start in the namespace now active
         assert (state.session, started_in) == (started, "b")
 
 
 def _check_session_end(db: Path, outcome: Outcome, state: State, session: str) -> None:
-    assert state == State("b", None), f"the acknowledged switch was undone: {state}"
+    assert (state.namespace, state.session) == ("b", None), f"the switch was undone: {state}"
     code, ended, err = outcome
     if code == 0:  # end, then switch
         assert ended == session and _node(db, session)[2] is not None
+        assert state.session_of("a") is None  # ended: active nowhere
     else:  # switch, then end: namespace b has no active session
         assert code == 2 and "no active session in namespace 'b'" in err, (code, err)
         assert _node(db, session)[2] is None
+        assert state.session_of("a") == session  # left active in a, resumed there
 
 
 def _check_forget(db: Path, outcome: Outcome, state: State, session: str) -> None:
     code, _, err = outcome
     assert (code, err) == (0, "")
+    # Forgotten: active nowhere, whichever came first.
     assert state == State("b", None), f"the acknowledged switch was undone: {state}"
     assert _node(db, session)[1] == 1  # tombstoned
 
@@ -189,10 +193,10 @@ def two_stores(tmp_path: Path) -> Iterator[tuple[MemoryStore, MemoryStore, str]]
 def test_a_stale_store_starting_a_session_keeps_the_switch(
     two_stores: tuple[MemoryStore, MemoryStore, str],
 ) -> None:
-    stale, other, _ = two_stores
+    stale, other, session = two_stores
     other.switch_namespace("b")
     started = stale.start_session("after the switch")
-    assert load_state(stale.path) == State("b", started)
+    assert load_state(stale.path) == State("b", started, {"a": session})
     assert stale.get(started).namespace == "b"
     assert stale.current().session == started
 
@@ -225,7 +229,8 @@ def test_a_stale_store_switching_back_really_switches(
     stale, other, _ = two_stores
     stale.switch_namespace("b")
     other.switch_namespace("a")  # it still believes a is active: nothing to do?
-    assert load_state(stale.path) == State("a", None)
+    assert load_state(stale.path).namespace == "a"
+    other.end_session()
     other.start_session("in a")
     assert stale.switch_namespace("a").namespace == "a"
     assert load_state(stale.path).session is not None  # staying put keeps the session
@@ -256,5 +261,5 @@ def test_a_switch_waits_for_a_session_start_in_its_critical_section(tmp_path: Pa
         switched_early = switched.is_set()
     switcher[0].join(10)
     assert not switched_early, "the switch did not wait for the session start"
-    assert load_state(db) == State("b", None), "the acknowledged switch was undone"
+    assert load_state(db) == State("b", None, {"a": started}), "the switch was undone"
     assert _node(db, started)[0] == "a"

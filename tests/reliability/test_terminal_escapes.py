@@ -263,6 +263,7 @@ def test_stats_and_init_show_a_hostile_path_escaped(cli: Run, hostile_db: Path, 
 
 
 def test_stats_json_keeps_the_path(cli: Run, hostile_db: Path) -> None:
+    assert cli("--db", str(hostile_db), "init").exit_code == 0  # stats creates no store
     result = cli("--db", str(hostile_db), "stats", "--format", "json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["db_path"] == str(hostile_db.resolve())
