@@ -42,7 +42,10 @@ def is_tombstoned(storage: Storage, node_id: str) -> bool:
 
 def tombstone(storage: Storage, node_id: str) -> None:
     """Soft delete inside an open write transaction (consolidation)."""
-    storage.connection.execute("UPDATE mem_nodes SET tombstoned = 1 WHERE id = ?", (node_id,))
+    storage.connection.execute(
+        "UPDATE mem_nodes SET tombstoned = 1, tombstoned_at = ? WHERE id = ? AND tombstoned = 0",
+        (storage.now(), node_id),
+    )
 
 
 def purge_node(storage: Storage, node_id: str) -> tuple[str, ...]:
