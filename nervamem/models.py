@@ -153,6 +153,30 @@ class InitResult:
 
     db_path: str
     created: bool
+    # A shared store (docs/team-memory.md): its events folder, and how many events its
+    # history became when an existing store was shared.
+    shared: bool = False
+    events_folder: str | None = None
+    events_written: int = 0
+
+
+@dataclass(frozen=True, order=True)
+class EventProblem:
+    """An event that was not imported: where it came from and why (one line)."""
+
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What ``sync`` or ``import`` did with the events it read."""
+
+    imported: int
+    already: int
+    problems: tuple[EventProblem, ...] = ()
+    folders_read: int = 0
+    purged: tuple[str, ...] = ()
 
 
 __all__ = [
@@ -160,6 +184,7 @@ __all__ = [
     "NODE_KINDS",
     "STORABLE_KINDS",
     "CurrentContext",
+    "EventProblem",
     "ForgetResult",
     "InitResult",
     "NamespaceInfo",
@@ -167,6 +192,7 @@ __all__ = [
     "RecallItem",
     "RecallResult",
     "Stats",
+    "SyncReport",
     "TimelineItem",
 ]
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         Node,
         RecallResult,
         Stats,
+        SyncReport,
         TimelineItem,
     )
     from .state import State
@@ -126,7 +127,7 @@ class MemoryStore:
         entities: Sequence[str] = (),
         confidence: float = 1.0,
         valid_from: str | datetime | None = None,
-        supersedes: str | None = None,
+        supersedes: str | Sequence[str] | None = None,
         contradicts: Sequence[str] = (),
         caused_by: Sequence[str] = (),
         derived_from: Sequence[str] = (),
@@ -160,7 +161,7 @@ class MemoryStore:
         entities: Sequence[str] = (),
         confidence: float = 1.0,
         valid_from: str | datetime | None = None,
-        supersedes: str | None = None,
+        supersedes: str | Sequence[str] | None = None,
         contradicts: Sequence[str] = (),
         caused_by: Sequence[str] = (),
         derived_from: Sequence[str] = (),
@@ -232,6 +233,48 @@ class MemoryStore:
         from . import sessions
 
         return sessions.has_memories(self.storage, namespace)
+
+    # ------------------------------------------------------------------ team memory
+    @property
+    def shared(self) -> bool:
+        """Whether this store is shared: its truth is an events folder (team-memory.md)."""
+        return self.storage.events is not None
+
+    def share(self) -> int:
+        """Share this store: its history becomes event files; returns how many."""
+        from . import sharing
+
+        return sharing.share(self.storage)
+
+    def sync(self, *, full: bool = False, rebuild: bool = False) -> SyncReport:
+        """Import the event files the cache has not seen (``rebuild``: all, from scratch)."""
+        from . import sharing
+
+        report = sharing.sync(self.storage, full=full, rebuild=rebuild)
+        if rebuild:
+            sharing.restore_access_counts(self.storage)
+        return report
+
+    def export_events(self, *, namespace: str | None = None) -> Iterator[str]:
+        """The store's history as event lines (JSON Lines), oldest first."""
+        from . import sharing
+
+        ns = self.storage.namespace_for(namespace) if namespace is not None else None
+        return sharing.export_lines(self.storage, ns)
+
+    def import_events(self, lines: Iterable[tuple[str, str]]) -> SyncReport:
+        """Import events given as (where it came from, JSON text); idempotent."""
+        from . import sharing
+
+        return sharing.import_events(
+            self.storage, lines, write_files=self.storage.events is not None
+        )
+
+    def canonical_state(self) -> str:
+        """What this store shares, as one canonical text (equal on synced clones)."""
+        from . import sharing
+
+        return sharing.canonical_state(self.storage)
 
     # ------------------------------------------------------------------ forget
     def forget(self, ref: str, *, purge: bool = False) -> ForgetResult:

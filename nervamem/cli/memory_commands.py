@@ -51,6 +51,14 @@ def init(
     global_: Annotated[
         bool, typer.Option("--global", help="Create the home store ~/.nervapack/memory.db.")
     ] = False,
+    shared: Annotated[
+        bool,
+        typer.Option(
+            "--shared",
+            help="Share it through git: every change is also an event file in "
+            ".nervapack/events/ (an existing store's history becomes events).",
+        ),
+    ] = False,
     fmt: FormatOption = None,
 ) -> None:
     """Create a store in ./.nervapack/memory.db (idempotent).
@@ -58,6 +66,7 @@ def init(
     \b
     Example:
       nervamem init            # project store in the current folder
+      nervamem init --shared   # team memory: commit .nervapack/events/ with the code
       nervamem init --global   # ~/.nervapack/memory.db
     """
     from ..locate import (
@@ -80,8 +89,25 @@ def init(
         target = working_folder() / STORE_DIR / STORE_FILE
     existed = target.exists()
     # Looked up on the module, not imported by name: tests replace the factory.
-    options.store_factory(str(target), None).close()
-    emit("init", InitResult(db_path=str(target.resolve()), created=not existed), output)
+    memory = options.store_factory(str(target), None)
+    try:
+        written = memory.share() if shared else 0
+        result = InitResult(
+            db_path=str(target.resolve()),
+            created=not existed,
+            shared=memory.shared,
+            events_folder=str(memory.storage.events.folder.resolve())
+            if memory.storage.events is not None
+            else None,
+            events_written=written,
+        )
+    finally:
+        memory.close()
+    if shared:
+        from ..storage.event_log import write_store_gitignore
+
+        write_store_gitignore(target.parent)
+    emit("init", result, output)
 
 
 def store(
@@ -109,7 +135,11 @@ def store(
         typer.Option("--valid-from", help="When it became true (ISO-8601; default now, UTC)."),
     ] = None,
     supersedes: Annotated[
-        str | None, typer.Option("--supersedes", help="ID of the node this one replaces.")
+        list[str] | None,
+        typer.Option(
+            "--supersedes",
+            help="ID of the node this one replaces (repeatable: replace rival versions).",
+        ),
     ] = None,
     contradicts: Annotated[
         list[str] | None, typer.Option("--contradicts", help="ID this conflicts with.")
@@ -149,7 +179,7 @@ def store(
             entities=entity or (),
             confidence=confidence,
             valid_from=valid_from,
-            supersedes=supersedes,
+            supersedes=supersedes or None,
             contradicts=contradicts or (),
             caused_by=caused_by or (),
             derived_from=derived_from or (),

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import __version__
-from . import code_commands, memory_commands, session_commands
+from . import code_commands, memory_commands, session_commands, team_commands
 from .edge import NervamemGroup
 from .options import CONTEXT_SETTINGS, FormatOption, NsOption, Settings
 from .startup import app_for, skip_collection_at_exit
@@ -79,6 +79,7 @@ def root(
 memory_commands.register(app)
 session_commands.register(app)
 code_commands.register(app)
+team_commands.register(app)
 
 
 def main(argv: list[str] | None = None) -> Any:

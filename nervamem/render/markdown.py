@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # annotations only: `store` prints an ID without building the
         InitResult,
         NamespaceInfo,
         Stats,
+        SyncReport,
         TimelineItem,
     )
 
@@ -74,7 +75,13 @@ def _render(view: str, payload: Any) -> str:
         return f"namespace: {context.namespace}\nsession: {context.session or '-'}\n"
     if view == "init":
         init: InitResult = payload
-        return f"{'Initialised' if init.created else 'Already initialised'} {init.db_path}\n"
+        text = f"{'Initialised' if init.created else 'Already initialised'} {init.db_path}\n"
+        if init.shared:
+            text += f"Shared: events in {init.events_folder}"
+            text += f" ({init.events_written} written from its history)\n" if init.events_written else "\n"
+        return text
+    if view in ("sync", "import"):
+        return _sync(view, payload)
     if view in ("code_index", "code_for", "code_to", "verify_staleness"):
         from .code_markdown import VIEWS  # here: only the code commands load it
 
@@ -82,6 +89,18 @@ def _render(view: str, payload: Any) -> str:
     if view == "consolidate":
         return _consolidation(payload)
     raise ValueError(f"no markdown renderer for {view}")
+
+
+def _sync(view: str, report: SyncReport) -> str:
+    what = "Synced" if view == "sync" else "Imported"
+    new = report.imported
+    lines = [
+        f"{what}: {new} new event{'' if new == 1 else 's'}, {report.already} already held"
+        + (f", {len(report.problems)} skipped" if report.problems else "")
+    ]
+    lines += [f"- purged {node_id}" for node_id in report.purged]
+    lines += [f"- skipped {p.source}: {p.reason}" for p in report.problems]
+    return "\n".join(lines) + "\n"
 
 
 def _consolidation(result: ConsolidationResult) -> str:

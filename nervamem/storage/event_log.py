@@ -125,6 +125,25 @@ def write_file_durably(path: Path, text: str) -> None:
         os.close(folder)
 
 
+STORE_GITIGNORE = """\
+# Written by nervamem: the database, state.yaml and the code graph stay on this machine;
+# events/ is the shared memory and is committed (docs/team-memory.md).
+*
+!.gitignore
+!events/
+!events/**
+events/**/.*.tmp
+"""
+
+
+def write_store_gitignore(store_folder: Path) -> None:
+    """``.nervapack/.gitignore``: share events/, keep everything else local. A file the
+    user wrote is left as it is."""
+    path = store_folder / ".gitignore"
+    if not path.exists():
+        write_file_durably(path, STORE_GITIGNORE)
+
+
 def folder_stamp(folder: Path) -> str:
     """What changes when a file is added to or removed from a month's folder."""
     info = folder.stat()
@@ -144,6 +163,8 @@ class EventLog:
         self.capturing = False
         # An import applies events that already exist: it must not write them again.
         self.suppressed = False
+        # Event files that hold purged content: removed once the purge commits.
+        self.to_remove: list[Path] = []
 
     def begin(self, conn: sqlite3.Connection) -> None:
         """At the start of every write transaction of a shared store."""
@@ -159,6 +180,51 @@ class EventLog:
                 conn.execute(statement)
             self.capturing = True
         conn.execute("DELETE FROM temp.nervamem_outbox")
+        self.to_remove = []
+
+    def record_purge(self, conn: sqlite3.Connection, purged: tuple[str, ...]) -> None:
+        """Inside a purge's transaction: the purge changes go into this transaction's
+        event, and every event file that names a purged node is to be removed. What else
+        those files held (another memory stored by the same command, its entities and
+        edges) is stated again in the purge's event, so nothing else is lost; a change is
+        applied once by its IDs, so stating it twice changes nothing.
+
+        Finding the files reads every event file (a purge is rare; ~1 s per 100k files)."""
+        gone = set(purged)
+        keep: list[dict[str, Any]] = []
+        for path in sorted(self.folder.glob("[0-9][0-9][0-9][0-9]/[0-9][0-9]/ev_*.json")):
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if not any(node_id in text for node_id in gone):
+                continue
+            try:
+                changes = json.loads(text)["changes"]
+            except (ValueError, KeyError, TypeError):
+                changes = []
+            keep.extend(
+                change
+                for change in changes
+                if isinstance(change, dict) and not gone.intersection(_named_ids(change))
+            )
+            self.to_remove.append(path)
+        rows = [canonical_json(change) for change in keep]
+        rows += [canonical_json({"type": "purge", "id": node_id}) for node_id in purged]
+        conn.executemany(
+            "INSERT INTO temp.nervamem_outbox (change) VALUES (?)", [(row,) for row in rows]
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO mem_purged (node_id) VALUES (?)", [(i,) for i in purged]
+        )
+
+    def after_commit(self) -> None:
+        removed, self.to_remove = self.to_remove, []
+        for path in removed:
+            path.unlink(missing_ok=True)
+
+    def after_rollback(self) -> None:
+        self.to_remove = []
 
     def write_pending(self, storage: Storage) -> Path | None:
         """Just before COMMIT: the transaction's changes as one event file (or none)."""
@@ -221,8 +287,16 @@ def _month_key(month: Path) -> str:
     return f"{month.parent.name}/{month.name}"
 
 
+def _named_ids(change: dict[str, Any]) -> set[str]:
+    return {
+        str(change[key]) for key in ("id", "src", "dst", "entity_id") if key in change
+    }
+
+
 def _normal(change: dict[str, Any]) -> dict[str, Any] | None:
     kind = change["type"]
+    if kind == "data" and "set" in change:
+        return change  # stated again by a purge: already in the file format
     if kind == "node" and change.get("valid_until") is None:
         change.pop("valid_until", None)
     if kind == "data":

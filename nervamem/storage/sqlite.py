@@ -294,6 +294,8 @@ class Storage:
         except BaseException as exc:
             if event_file is not None:
                 event_file.unlink(missing_ok=True)
+            if self.events is not None:
+                self.events.after_rollback()
             if self._state_pending:  # the session it names is rolled back with the rest
                 self._state_pending = False
                 self._state = None
@@ -304,6 +306,9 @@ class Storage:
             if isinstance(exc, sqlite3.Error):
                 raise self.error_from(exc) from None
             raise
+        else:
+            if self.events is not None:
+                self.events.after_commit()
         finally:
             self.in_transaction = False
             self.transaction_time = None
