@@ -75,6 +75,9 @@ class RecallItem:
     session_id: str | None
     session_short_id: str | None
     via: str  # "search" or "expansion"
+    # Current memories that supersede the same node as this one (conflicts.py).
+    conflicts_with: tuple[str, ...] = ()
+    conflicts_with_short: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,8 @@ class RecallResult:
     items: tuple[RecallItem, ...]
     markdown: str
     tokenizer: str
+    # --known-at: the answer from what had been recorded by then (transaction time).
+    known_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,8 @@ class TimelineItem:
     recorded_at: str
     superseded_by: str | None
     superseded_by_short: str | None
+    conflicts_with: tuple[str, ...] = ()
+    conflicts_with_short: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -145,6 +152,8 @@ class Stats:
     pending_consolidation: int
     db_path: str
     db_bytes: int
+    # Nodes with two current successors (a shared store's merge; conflicts.py).
+    conflicts: int = 0
 
 
 @dataclass(frozen=True)

@@ -152,16 +152,13 @@ def _change_problem(change: Any) -> str | None:
     elif kind == "alias":
         if not _is_id(change.get("entity_id")):
             return "alias without an entity"
-        if not isinstance(change.get("alias"), str) or not isinstance(
-            change.get("namespace"), str
-        ):
+        if not isinstance(change.get("alias"), str) or not isinstance(change.get("namespace"), str):
             return "alias without a name or namespace"
     elif kind in ("tombstone", "purge"):
         if not _is_id(change.get("id")):
             return f"{kind} without a valid id"
-    elif kind == "data":
-        if not _is_id(change.get("id")) or not isinstance(change.get("set"), dict):
-            return "data change without an id or keys"
+    elif kind == "data" and not (_is_id(change.get("id")) and isinstance(change.get("set"), dict)):
+        return "data change without an id or keys"
     return None
 
 
@@ -285,11 +282,10 @@ def _apply_changes(
                 continue
             _require(conn, change["id"])
             _apply_data(conn, change["id"], change["set"], event_id)
-        elif kind == "purge":
-            if change["id"] not in purged_ids:
-                gone = purge_rows(storage, change["id"])
-                purged.extend(gone)
-                purged_ids.update((change["id"], *gone))
+        elif kind == "purge" and change["id"] not in purged_ids:
+            gone = purge_rows(storage, change["id"])
+            purged.extend(gone)
+            purged_ids.update((change["id"], *gone))
     for node_id in reopen:
         derive_valid_until(conn, node_id)
     return tuple(purged)
@@ -482,7 +478,8 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
         try:
             texts.append((source, path.read_text(encoding="utf-8")))
         except (OSError, UnicodeDecodeError) as exc:
-            problems.append(_problem(source, f"unreadable ({getattr(exc, 'strerror', None) or exc})"))
+            reason = getattr(exc, "strerror", None) or exc
+            problems.append(_problem(source, f"unreadable ({reason})"))
     result = import_events(storage, texts)
     with storage.transaction():
         # A folder is marked read only when all of it was imported: a problem event is
@@ -644,8 +641,10 @@ def history_events(storage: Storage, namespace: str | None = None) -> list[dict[
 
 
 # Keys of a node's data that a later write set, and the key holding that write's time.
-_LATER_KEYS = (("ended_at", ("ended_at", "summary")), ("consolidated_at", ("duplicate_of",
-    "consolidated_at", "consolidated_by")))
+_LATER_KEYS = (
+    ("ended_at", ("ended_at", "summary")),
+    ("consolidated_at", ("duplicate_of", "consolidated_at", "consolidated_by")),
+)
 
 
 def _later_data(data: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
@@ -730,4 +729,3 @@ def check_writable_events(storage: Storage) -> None:
     """Fail before anything changes when a shared store's folder cannot take files."""
     if storage.events is not None and not os.access(storage.events.folder, os.W_OK):
         raise StoreError(f"{storage.events.folder} is not writable; nothing was written")
-

@@ -293,7 +293,9 @@ class MemoryStore:
         hops: int = 2,
         namespace: str | None = None,
         tokenizer: str | None = None,
+        known_at: str | datetime | None = None,
     ) -> RecallResult:
+        """``known_at``: answer from what had been recorded by then (transaction time)."""
         from .recall.api import run_recall
 
         return run_recall(
@@ -305,14 +307,22 @@ class MemoryStore:
             hops=hops,
             namespace=namespace,
             tokenizer=tokenizer,
+            known_at=known_at,
         )
 
     def timeline(
-        self, query: str, *, namespace: str | None = None, limit: int = 100
+        self,
+        query: str,
+        *,
+        namespace: str | None = None,
+        limit: int = 100,
+        known_at: str | datetime | None = None,
     ) -> list[TimelineItem]:
         from .recall.timeline import run_timeline
 
-        return run_timeline(self.storage, query, namespace=namespace, limit=limit)
+        return run_timeline(
+            self.storage, query, namespace=namespace, limit=limit, known_at=known_at
+        )
 
     def stats(self, *, namespace: str | None = None) -> Stats:
         from . import stats

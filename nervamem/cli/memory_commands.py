@@ -46,6 +46,16 @@ def _read_stdin(what: str) -> str:
         ) from None
 
 
+KnownAtOption = Annotated[
+    str | None,
+    typer.Option(
+        "--known-at",
+        help="Answer from what had been recorded by this date/time (later memories, "
+        "supersessions and forgetting ignored).",
+    ),
+]
+
+
 def init(
     ctx: typer.Context,
     global_: Annotated[
@@ -202,6 +212,7 @@ def recall(
     as_of: Annotated[
         str | None, typer.Option("--as-of", help="Show what was true at this date/time.")
     ] = None,
+    known_at: KnownAtOption = None,
     kind: Annotated[
         list[str] | None,
         typer.Option(
@@ -222,6 +233,7 @@ def recall(
       nervamem recall "auth mechanism"
       nervamem recall "auth mechanism" --as-of 2026-03-15 --budget 300
       nervamem recall "why JWT" --kind decision --format json
+      nervamem recall "auth mechanism" --known-at 2026-03-15   # what we knew then
     """
     output = output_format(ctx, fmt)
     text = _read_stdin("query") if query == "-" else query
@@ -233,6 +245,7 @@ def recall(
             kinds=kind or None,
             hops=hops,
             tokenizer=tokenizer or root_settings(ctx).tokenizer,
+            known_at=known_at,
         )
     emit("recall", result, output)
 
@@ -241,6 +254,7 @@ def timeline(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to trace, or '-' to read it from stdin.")],
     limit: Annotated[int, typer.Option("--limit", help="At most this many versions.")] = 100,
+    known_at: KnownAtOption = None,
     namespace: NsOption = None,
     fmt: FormatOption = None,
 ) -> None:
@@ -249,11 +263,12 @@ def timeline(
     \b
     Example:
       nervamem timeline auth
+      nervamem timeline auth --known-at 2026-03-15   # as it was recorded by then
     """
     output = output_format(ctx, fmt)
     text = _read_stdin("query") if query == "-" else query
     with open_store(ctx, namespace) as memory:
-        items = memory.timeline(text, limit=limit)
+        items = memory.timeline(text, limit=limit, known_at=known_at)
     emit("timeline", items, output)
 
 

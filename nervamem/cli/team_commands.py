@@ -44,6 +44,7 @@ def sync(
     """
     output = output_format(ctx, fmt)
     with open_store(ctx) as memory:
+        memory.current()  # as every command: a broken state.yaml is said first
         report = memory.sync(full=full, rebuild=rebuild)
     _finish("sync", report, output)
 
@@ -74,6 +75,9 @@ def export(
         raise BadInputError("--ns and --all-namespaces exclude each other")
     settings_ns = None if all_namespaces else namespace
     with open_store(ctx) as memory:
+        # A broken state.yaml is a broken store: refused here as by every command,
+        # though exporting every namespace would not need it.
+        memory.current()
         lines = memory.export_events(namespace=settings_ns)
         if output_file is None:
             for line in lines:
@@ -107,23 +111,25 @@ def import_(
       ssh laptop nervamem export | nervamem import -
     """
     output = output_format(ctx, fmt)
-    if source == "-":
-        data = sys.stdin.buffer.read()
-        name = "stdin"
-    else:
-        try:
-            with open(_output_path(source), "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            raise BadInputError(f"cannot read {source}: {exc.strerror or exc}") from None
-        name = source
-    text = data.decode("utf-8", errors="replace")
-    lines = [
-        (f"{name}:{number}", line)
-        for number, line in enumerate(text.splitlines(), start=1)
-        if line.strip()
-    ]
     with open_store(ctx) as memory:
+        memory.current()  # as every command: an unusable store is said first
+        if source == "-":
+            data = sys.stdin.buffer.read()
+            name = "stdin"
+        else:
+            try:
+                with open(_output_path(source), "rb") as handle:
+                    data = handle.read()
+            except OSError as exc:
+                raise BadInputError(f"cannot read {source}: {exc.strerror or exc}") from None
+            name = source
+        # A line that is not UTF-8 is reported as not JSON; the others are imported.
+        text = data.decode("utf-8", errors="replace")
+        lines = [
+            (f"{name}:{number}", line)
+            for number, line in enumerate(text.splitlines(), start=1)
+            if line.strip()
+        ]
         report = memory.import_events(lines)
     _finish("import", report, output)
 

@@ -112,7 +112,16 @@ def item_line(item: RecallItem, label: int | None = None) -> str:
     # Full confidence (the default) goes without a label: it says nothing that the
     # absence of a label does not, and would cost every item of a recall ~1.5 tokens.
     conf = "" if item.confidence >= 1.0 else " " + confidence_label(item.confidence)
-    return f"- [{item.short_id}] {item.valid_from[:10]}{conf}{note} — {one_line(item.content)}"
+    # A conflict (two current successors of one node, merged from two branches) is
+    # said on the line: an agent must not take either version as settled.
+    rivals = (
+        " (conflicts with " + ", ".join(f"[{r}]" for r in item.conflicts_with_short) + ")"
+        if item.conflicts_with_short
+        else ""
+    )
+    return (
+        f"- [{item.short_id}] {item.valid_from[:10]}{conf}{note} — {one_line(item.content)}{rivals}"
+    )
 
 
 def provenance_line(session_short_id: str, label: int) -> str:

@@ -16,6 +16,7 @@ def _recall(result: RecallResult) -> dict[str, Any]:
     return {
         "query": result.query,
         "as_of": result.as_of,
+        "known_at": result.known_at,
         "budget_tokens": result.budget_tokens,
         "used_tokens": result.used_tokens,
         "tokenizer": result.tokenizer,
@@ -42,6 +43,7 @@ def _recall_item(item: RecallItem) -> dict[str, Any]:
         "recorded_at": item.recorded_at,
         "session": item.session_id,
         "via": item.via,
+        "conflicts_with": list(item.conflicts_with),
     }
 
 
@@ -57,6 +59,7 @@ def _timeline(items: list[TimelineItem]) -> dict[str, Any]:
                 "valid_until": i.valid_until,
                 "recorded_at": i.recorded_at,
                 "superseded_by": i.superseded_by,
+                "conflicts_with": list(i.conflicts_with),
             }
             for i in items
         ]

@@ -30,6 +30,8 @@ def _timeline(items: list[TimelineItem]) -> str:
     for item in items:
         until = item.valid_until[:10] if item.valid_until else "now"
         marker = f" [superseded by {item.superseded_by_short}]" if item.superseded_by else ""
+        if item.conflicts_with_short:
+            marker += " [conflicts with " + ", ".join(item.conflicts_with_short) + "]"
         lines.append(
             f"- [{item.short_id}] {item.valid_from[:10]} → {until} · {item.kind} — "
             f"{one_line(item.content)}{marker}"
@@ -43,6 +45,8 @@ def _stats(stats: Stats) -> str:
     lines.append("- edges: " + (", ".join(f"{k} {v}" for k, v in stats.edges.items()) or "none"))
     lines.append(f"- tombstoned: {stats.tombstoned}")
     lines.append(f"- superseded: {stats.superseded}")
+    if stats.conflicts:
+        lines.append(f"- conflicts: {stats.conflicts} (supersede both versions to resolve)")
     lines.append(f"- pending consolidation: {stats.pending_consolidation}")
     lines.append(f"- store: {stats.db_path} ({stats.db_bytes} bytes)")
     return "\n".join(lines) + "\n"
@@ -78,7 +82,9 @@ def _render(view: str, payload: Any) -> str:
         text = f"{'Initialised' if init.created else 'Already initialised'} {init.db_path}\n"
         if init.shared:
             text += f"Shared: events in {init.events_folder}"
-            text += f" ({init.events_written} written from its history)\n" if init.events_written else "\n"
+            if init.events_written:
+                text += f" ({init.events_written} written from its history)"
+            text += "\n"
         return text
     if view in ("sync", "import"):
         return _sync(view, payload)

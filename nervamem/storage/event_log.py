@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .sqlite import Storage
+    from collections.abc import Callable
+    from datetime import datetime
 
 EVENTS_DIR = "events"
 FORMAT = 1
@@ -226,18 +227,21 @@ class EventLog:
     def after_rollback(self) -> None:
         self.to_remove = []
 
-    def write_pending(self, storage: Storage) -> Path | None:
-        """Just before COMMIT: the transaction's changes as one event file (or none)."""
+    def write_pending(
+        self, conn: sqlite3.Connection, moment: datetime, random: Callable[[], int]
+    ) -> Path | None:
+        """Just before COMMIT: the transaction's changes as one event file (or none),
+        recorded at ``moment``, the transaction's one reading of the clock."""
         if not self.capturing:
             return None
-        conn = storage.connection
         raw = [row[0] for row in conn.execute("SELECT change FROM temp.nervamem_outbox ORDER BY n")]
         if not raw:
             return None
         conn.execute("DELETE FROM temp.nervamem_outbox")
-        moment = storage.moment()
-        recorded_at = storage.now()
-        event_id = new_event_id(int(moment.timestamp() * 1000), storage.random())
+        from ..timeparse import format_time
+
+        recorded_at = format_time(moment)
+        event_id = new_event_id(int(moment.timestamp() * 1000), random())
         changes = [
             change for change in (_normal(json.loads(text)) for text in raw) if change is not None
         ]
@@ -288,9 +292,7 @@ def _month_key(month: Path) -> str:
 
 
 def _named_ids(change: dict[str, Any]) -> set[str]:
-    return {
-        str(change[key]) for key in ("id", "src", "dst", "entity_id") if key in change
-    }
+    return {str(change[key]) for key in ("id", "src", "dst", "entity_id") if key in change}
 
 
 def _normal(change: dict[str, Any]) -> dict[str, Any] | None:

@@ -113,17 +113,20 @@ def m005_event_log(conn: sqlite3.Connection) -> None:
     never brings them back), and which event last set each key of a node's data (a
     key set on two branches converges to the later event's value, in any import order).
     """
-    conn.execute("ALTER TABLE mem_nodes ADD COLUMN tombstoned_at TEXT")
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(mem_nodes)")}
+    if "tombstoned_at" not in columns:  # IF NOT EXISTS, which ALTER TABLE lacks
+        conn.execute("ALTER TABLE mem_nodes ADD COLUMN tombstoned_at TEXT")
     conn.execute(
-        "CREATE TABLE mem_events (id TEXT PRIMARY KEY, recorded_at TEXT NOT NULL) WITHOUT ROWID"
-    )
-    conn.execute(
-        "CREATE TABLE mem_event_folders (folder TEXT PRIMARY KEY, stamp TEXT NOT NULL) "
+        "CREATE TABLE IF NOT EXISTS mem_events (id TEXT PRIMARY KEY, recorded_at TEXT NOT NULL) "
         "WITHOUT ROWID"
     )
-    conn.execute("CREATE TABLE mem_purged (node_id TEXT PRIMARY KEY) WITHOUT ROWID")
     conn.execute(
-        "CREATE TABLE mem_data_origin (node_id TEXT NOT NULL, key TEXT NOT NULL, "
+        "CREATE TABLE IF NOT EXISTS mem_event_folders (folder TEXT PRIMARY KEY, "
+        "stamp TEXT NOT NULL) WITHOUT ROWID"
+    )
+    conn.execute("CREATE TABLE IF NOT EXISTS mem_purged (node_id TEXT PRIMARY KEY) WITHOUT ROWID")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS mem_data_origin (node_id TEXT NOT NULL, key TEXT NOT NULL, "
         "event_id TEXT NOT NULL, PRIMARY KEY (node_id, key)) WITHOUT ROWID"
     )
 

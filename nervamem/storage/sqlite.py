@@ -279,7 +279,9 @@ class Storage:
                 # Before COMMIT, as state.yaml: a write whose event cannot be written
                 # is rolled back; one whose COMMIT fails loses its event file below.
                 try:
-                    event_file = self.events.write_pending(self)
+                    event_file = self.events.write_pending(
+                        self.connection, self.moment(), self.random
+                    )
                 except OSError as exc:
                     raise StoreError(
                         f"cannot write an event file in {shown_path(self.events.folder)}: "

@@ -15,7 +15,7 @@ from nervamem.cli import app, startup
 ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / "nervamem" / "cli"
 TOOLS = ROOT / "tools"
-GROUP_MODULES = {"memory_commands", "session_commands", "code_commands"}
+GROUP_MODULES = {"memory_commands", "session_commands", "code_commands", "team_commands"}
 # What each module may import from inside nervamem/cli (the package itself is "__init__").
 ALLOWED = {
     "__init__": {"startup", "root"},
@@ -23,6 +23,7 @@ ALLOWED = {
     "memory_commands": {"options"},
     "session_commands": {"edge", "options"},
     "code_commands": {"edge", "options"},
+    "team_commands": {"options"},
     "options": set(),
     "edge": {"typer_compat"},
     "startup": set(),

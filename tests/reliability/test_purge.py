@@ -271,7 +271,7 @@ def _brick_like_old_purges(db: Path) -> int:
                 conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")
             except sqlite3.DatabaseError:
                 break
-        conn.execute("DELETE FROM mem_migrations WHERE name = 'm004_search_index_repair'")
+        conn.execute("DELETE FROM mem_migrations WHERE name >= 'm004'")
         conn.execute("PRAGMA user_version = 3")
     finally:
         conn.close()
