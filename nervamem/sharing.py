@@ -519,15 +519,17 @@ def _empty_cache(storage: Storage) -> None:
         conn.execute("DELETE FROM temp.nervamem_counts")
         conn.executemany("INSERT INTO temp.nervamem_counts VALUES (?, ?, ?)", counts)
         # Row by row, the FTS delete trigger would cost a statement per node: empty the
-        # index at once instead (the trigger is restored in the same transaction).
-        conn.execute("DROP TRIGGER mem_nodes_fts_delete")
+        # index at once instead, and put the trigger back as it was, in the same
+        # transaction.
+        trigger = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'mem_nodes_fts_delete'"
+        ).fetchone()
+        if trigger is not None:
+            conn.execute("DROP TRIGGER mem_nodes_fts_delete")
         conn.execute("DELETE FROM mem_nodes")
         conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('delete-all')")
-        conn.execute(
-            "CREATE TRIGGER mem_nodes_fts_delete AFTER DELETE ON mem_nodes BEGIN "
-            "INSERT INTO mem_fts (mem_fts, rowid, content) VALUES ('delete', old.seq, "
-            "old.content); END"
-        )
+        if trigger is not None:
+            conn.execute(trigger[0])
         for table in ("mem_events", "mem_event_folders", "mem_purged", "mem_data_origin"):
             conn.execute(f"DELETE FROM {table}")
 

@@ -102,6 +102,9 @@ def init(
     memory = options.store_factory(str(target), None)
     try:
         written = memory.share() if shared else 0
+        if memory.shared and not written:
+            # A clone of a repository that shares its memory: the cache starts with it.
+            memory.sync()
         result = InitResult(
             db_path=str(target.resolve()),
             created=not existed,
