@@ -89,7 +89,8 @@ def parse_event(text: str) -> dict[str, Any]:
         raise EventError("not a JSON object")
     version = event.get("format")
     if version != FORMAT:
-        raise EventError(f"unknown format {str(version)[:20]!r} (this nervamem reads {FORMAT})")
+        shown = json.dumps(version)[:20]
+        raise EventError(f"unknown format {shown} (this nervamem reads format {FORMAT})")
     event_id = event.get("id")
     if not isinstance(event_id, str) or not EVENT_ID.match(event_id):
         raise EventError("no valid event 'id'")
