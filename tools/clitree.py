@@ -236,6 +236,7 @@ EXIT_STATUS: tuple[tuple[int, str], ...] = (
         "forget --purge without --yes when no one can be asked.",
     ),
     (3, "Not found or ambiguous: an ID that matches no node, or several."),
+    (4, "Some events were skipped by sync or import (each reported); the others were imported."),
     (5, "Stale memories found, only with verify-staleness --exit-code; the report is printed."),
 )
 
