@@ -97,6 +97,8 @@ def parse_event(text: str) -> dict[str, Any]:
     recorded_at = event.get("recorded_at")
     if not _is_time(recorded_at):
         raise EventError("no valid 'recorded_at'")
+    if "author" in event and not isinstance(event["author"], str):
+        raise EventError("'author' is not text")
     changes = event.get("changes")
     if not isinstance(changes, list) or not changes:
         raise EventError("no 'changes'")

@@ -21,8 +21,8 @@ bookkeeping (the consolidation queue, this module's own tables) are not events.
 The file format (version 1), canonical JSON, one per file,
 ``events/YYYY/MM/<event id>.json``::
 
-    {"changes": [...], "format": 1, "id": "ev_<13 hex ms><16 hex random>",
-     "recorded_at": "2026-12-03T10:00:00.000Z"}
+    {"author": "ana@example.com", "changes": [...], "format": 1,
+     "id": "ev_<13 hex ms><16 hex random>", "recorded_at": "2026-12-03T10:00:00.000Z"}
 
 with sorted keys, no spaces, UTF-8, one trailing newline. Event IDs sort by time and
 are globally unique (the node ID scheme, ids.py), so two branches never write the same
@@ -86,6 +86,49 @@ _TRIGGER_NAMES = (
     "nervamem_event_tombstone",
     "nervamem_event_data",
 )
+
+
+ENV_AUTHOR = "NERVAMEM_AUTHOR"
+
+
+def event_author(folder: Path) -> str | None:
+    """Who an event is by: NERVAMEM_AUTHOR, else git's author e-mail (GIT_AUTHOR_EMAIL,
+    the repository's user.email, the user's); None when nothing says. Read from the
+    files, not by running git: a store must not pay a process for it. Kept so that
+    events can later be signed by their author (ROADMAP: trust in shared memory)."""
+    for variable in (ENV_AUTHOR, "GIT_AUTHOR_EMAIL", "EMAIL"):
+        value = os.environ.get(variable, "").strip()
+        if value:
+            return value[:200]
+    candidates = [parent / ".git" / "config" for parent in (folder, *folder.parents)]
+    home = Path(os.environ.get("HOME", "/nonexistent"))
+    config_home = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    for config in (
+        next((c for c in candidates if c.is_file()), None),
+        home / ".gitconfig",
+        config_home / "git" / "config",
+    ):
+        email = _user_email(config) if config is not None else None
+        if email:
+            return email[:200]
+    return None
+
+
+def _user_email(config: Path) -> str | None:
+    try:
+        text = config.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    section = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            section = line.strip("[] ").lower()
+        elif section == "user" and "=" in line:
+            key, value = line.split("=", 1)
+            if key.strip().lower() == "email" and value.strip():
+                return value.strip().strip('"')
+    return None
 
 
 def events_folder_beside(db_path: Path) -> Path:
@@ -166,6 +209,7 @@ class EventLog:
         self.suppressed = False
         # Event files that hold purged content: removed once the purge commits.
         self.to_remove: list[Path] = []
+        self._author: str | None | bool = False  # False: not looked up yet
 
     def begin(self, conn: sqlite3.Connection) -> None:
         """At the start of every write transaction of a shared store."""
@@ -265,7 +309,16 @@ class EventLog:
     ) -> Path:
         """Write one event file and record, in the open transaction, that the store holds
         it. The caller removes the file if its transaction does not commit."""
-        event = {"changes": changes, "format": FORMAT, "id": event_id, "recorded_at": recorded_at}
+        event: dict[str, Any] = {
+            "changes": changes,
+            "format": FORMAT,
+            "id": event_id,
+            "recorded_at": recorded_at,
+        }
+        if self._author is False:
+            self._author = event_author(self.folder.parent)
+        if isinstance(self._author, str):
+            event["author"] = self._author
         path = event_path(self.folder, event_id, recorded_at)
         month = path.parent
         before = folder_stamp(month) if month.is_dir() else None
