@@ -215,6 +215,10 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
         "How long to wait for another writer's lock before giving up with exit status 1 "
         "(default 15000).",
     ),
+    (
+        "NERVAMEM_AUTHOR",
+        "The author a shared store's events name (else git's author e-mail).",
+    ),
     ("NO_COLOR", "When set to any value, terminal output has no colour."),
     (
         "SOURCE_DATE_EPOCH",
