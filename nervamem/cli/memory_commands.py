@@ -301,7 +301,14 @@ def forget(
             if not typer.confirm(f"Purge {target} for good?", default=False):
                 raise typer.Exit(1)
         result = memory.forget(target, purge=purge)
+        shared = memory.shared
     emit("forget", result, output)
+    if purge and shared:
+        sys.stderr.write(
+            "nervamem: note: its event files are deleted from .nervapack/events/, but copies "
+            "already committed stay in git history until it is rewritten "
+            "(docs/team-memory.md, 'Forgetting in shared history')\n"
+        )
 
 
 def stats(ctx: typer.Context, namespace: NsOption = None, fmt: FormatOption = None) -> None:
