@@ -406,7 +406,7 @@ def import_events(
                         if not path.exists():
                             from .storage.event_log import write_file_durably
 
-                            write_file_durably(path, canonical_json(event))
+                            write_file_durably(path, canonical_json(event), sync=False)
                             written.append(path)
                 if len(retry) == len(waiting):
                     problems.extend(
@@ -424,6 +424,8 @@ def import_events(
     finally:
         if log is not None:
             log.suppressed = False
+    if written:
+        os.sync()  # one flush for all the files, not two fsyncs each
     if purged:
         storage.scrub_files()
     problems.sort()
@@ -446,6 +448,7 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
     """Import the event files this store's cache has not seen. Cheap when nothing changed:
     a month's folder whose stamp (mtime, inode) is the one recorded is not read."""
     log = _shared_log(storage)
+    log.restore_files(storage.connection)
     if rebuild:
         _empty_cache(storage)
         full = True
@@ -533,6 +536,7 @@ def _empty_cache(storage: Storage) -> None:
         conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('delete-all')")
         if trigger is not None:
             conn.execute(trigger[0])
+        # The journal stays: its events' files are the truth being rebuilt from.
         for table in ("mem_events", "mem_event_folders", "mem_purged", "mem_data_origin"):
             conn.execute(f"DELETE FROM {table}")
 
@@ -686,11 +690,12 @@ def share(storage: Storage) -> int:
         with storage.transaction():
             for event in events:
                 path = event_path(folder, event["id"], event["recorded_at"])
-                write_file_durably(path, canonical_json(event))
+                write_file_durably(path, canonical_json(event), sync=False)
                 storage.connection.execute(
                     "INSERT OR IGNORE INTO mem_events (id, recorded_at) VALUES (?, ?)",
                     (event["id"], event["recorded_at"]),
                 )
+            os.sync()  # one flush for every file written, before the store says so
             for month in month_folders(folder):
                 storage.connection.execute(
                     "INSERT OR REPLACE INTO mem_event_folders (folder, stamp) VALUES (?, ?)",

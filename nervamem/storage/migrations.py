@@ -124,6 +124,10 @@ def m005_event_log(conn: sqlite3.Connection) -> None:
         "CREATE TABLE IF NOT EXISTS mem_event_folders (folder TEXT PRIMARY KEY, "
         "stamp TEXT NOT NULL) WITHOUT ROWID"
     )
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS mem_event_journal (id TEXT PRIMARY KEY, body TEXT NOT NULL) "
+        "WITHOUT ROWID"
+    )
     conn.execute("CREATE TABLE IF NOT EXISTS mem_purged (node_id TEXT PRIMARY KEY) WITHOUT ROWID")
     conn.execute(
         "CREATE TABLE IF NOT EXISTS mem_data_origin (node_id TEXT NOT NULL, key TEXT NOT NULL, "

@@ -94,6 +94,21 @@ def test_each_write_is_one_canonical_immutable_event_file(tmp_path: Path) -> Non
     memory.close()
 
 
+def test_an_event_file_lost_after_its_commit_is_written_again(tmp_path: Path) -> None:
+    """Event files are written without fsync: the journal in the database (made durable
+    by COMMIT) is what a sync writes them again from after a power loss."""
+    memory = shared(tmp_path / "a", FakeClock(), CountingRandom())
+    node = memory.store("fact", "survives a power loss")
+    [path] = event_paths(tmp_path / "a")
+    text = path.read_text(encoding="utf-8")
+    path.unlink()  # what a power loss before the system flushed the file does
+    memory.sync()
+    assert path.read_text(encoding="utf-8") == text
+    memory.sync(rebuild=True)
+    assert memory.get(node).content == "survives a power loss"
+    memory.close()
+
+
 def test_a_write_that_fails_leaves_neither_row_nor_event(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -101,7 +116,7 @@ def test_a_write_that_fails_leaves_neither_row_nor_event(
     memory.store("fact", "first")
     before = memory.canonical_state()
 
-    def disk_full(path: Path, text: str) -> None:
+    def disk_full(path: Path, text: str, **options: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(event_log, "write_file_durably", disk_full)
