@@ -44,6 +44,7 @@ from .storage.event_log import (
     event_path,
     events_folder_beside,
     folder_stamp,
+    named_ids,
 )
 
 if TYPE_CHECKING:
@@ -224,9 +225,16 @@ def _apply_changes(
     purged: list[str] = []
     for change in event["changes"]:
         kind = change["type"]
+        if kind == "purge":
+            if change["id"] not in purged_ids:
+                gone = purge_rows(storage, change["id"])
+                purged.extend(gone)
+                purged_ids.update((change["id"], *gone))
+            continue
+        named = named_ids(change)
+        if purged_ids.intersection(named):
+            continue  # about a node purged for good: nothing of it comes back
         if kind == "node":
-            if change["id"] in purged_ids:
-                continue
             conn.execute(
                 "INSERT OR IGNORE INTO mem_nodes (id, kind, content, namespace, valid_from, "
                 "valid_until, recorded_at, confidence, data) VALUES (?,?,?,?,?,?,?,?,?)",
@@ -243,10 +251,9 @@ def _apply_changes(
                 ),
             )
             reopen.add(change["id"])  # a successor may have arrived before it
-        elif kind == "edge":
-            if change["src"] in purged_ids or change["dst"] in purged_ids:
-                continue
-            _require(conn, change["src"], change["dst"])
+            continue
+        _require(conn, *named)
+        if kind == "edge":
             conn.execute(
                 "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at, data) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -261,9 +268,6 @@ def _apply_changes(
             if change["kind"] == "SUPERSEDES":
                 reopen.add(change["dst"])
         elif kind == "alias":
-            if change["entity_id"] in purged_ids:
-                continue
-            _require(conn, change["entity_id"])
             conn.execute(
                 "INSERT INTO mem_aliases (namespace, alias, entity_id) VALUES (?, ?, ?) "
                 "ON CONFLICT (namespace, alias) DO UPDATE SET entity_id = excluded.entity_id "
@@ -271,9 +275,6 @@ def _apply_changes(
                 (change["namespace"], change["alias"], change["entity_id"]),
             )
         elif kind == "tombstone":
-            if change["id"] in purged_ids:
-                continue
-            _require(conn, change["id"])
             conn.execute(
                 "UPDATE mem_nodes SET tombstoned = 1, tombstoned_at = CASE WHEN tombstoned = 0 "
                 "OR tombstoned_at IS NULL OR tombstoned_at > ?1 THEN ?1 ELSE tombstoned_at END "
@@ -281,14 +282,7 @@ def _apply_changes(
                 (at, change["id"]),
             )
         elif kind == "data":
-            if change["id"] in purged_ids:
-                continue
-            _require(conn, change["id"])
             _apply_data(conn, change["id"], change["set"], event_id)
-        elif kind == "purge" and change["id"] not in purged_ids:
-            gone = purge_rows(storage, change["id"])
-            purged.extend(gone)
-            purged_ids.update((change["id"], *gone))
     for node_id in reopen:
         derive_valid_until(conn, node_id)
     return tuple(purged)

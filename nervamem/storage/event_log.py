@@ -257,7 +257,7 @@ class EventLog:
             keep.extend(
                 change
                 for change in changes
-                if isinstance(change, dict) and not gone.intersection(_named_ids(change))
+                if isinstance(change, dict) and not gone.intersection(named_ids(change))
             )
             self.to_remove.append(path)
         rows = [canonical_json(change) for change in keep]
@@ -393,7 +393,8 @@ def _month_key(month: Path) -> str:
     return f"{month.parent.name}/{month.name}"
 
 
-def _named_ids(change: dict[str, Any]) -> set[str]:
+def named_ids(change: dict[str, Any]) -> set[str]:
+    """The node IDs a change is about (its own, an edge's ends, an alias's entity)."""
     return {str(change[key]) for key in ("id", "src", "dst", "entity_id") if key in change}
 
 
