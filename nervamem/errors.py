@@ -15,6 +15,9 @@ class ExitCode(IntEnum):
     STORE_UNAVAILABLE = 1
     BAD_INPUT = 2
     NOT_FOUND = 3
+    # Not an error: 'sync' or 'import' skipped events it could not read (each reported);
+    # it imported every other one.
+    SKIPPED = 4
     # Not an error: 'verify-staleness --exit-code' found stale memories and printed them.
     STALE = 5
 

@@ -42,7 +42,10 @@ def is_tombstoned(storage: Storage, node_id: str) -> bool:
 
 def tombstone(storage: Storage, node_id: str) -> None:
     """Soft delete inside an open write transaction (consolidation)."""
-    storage.connection.execute("UPDATE mem_nodes SET tombstoned = 1 WHERE id = ?", (node_id,))
+    storage.connection.execute(
+        "UPDATE mem_nodes SET tombstoned = 1, tombstoned_at = ? WHERE id = ? AND tombstoned = 0",
+        (storage.now(), node_id),
+    )
 
 
 def purge_node(storage: Storage, node_id: str) -> tuple[str, ...]:
@@ -59,29 +62,11 @@ def purge_node(storage: Storage, node_id: str) -> tuple[str, ...]:
     storage.connection.execute("PRAGMA secure_delete = ON")
     try:
         with storage.transaction():
-            superseded = [
-                r[0]
-                for r in storage.connection.execute(
-                    "SELECT dst FROM mem_edges WHERE src = ? AND kind = 'SUPERSEDES'",
-                    (node_id,),
-                )
-            ]
-            # Purging a middle version keeps the chain: what superseded it now
-            # supersedes what it superseded, so the older version stays closed.
-            storage.connection.execute(
-                "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at) "
-                "SELECT newer.src, older.dst, 'SUPERSEDES', ? FROM mem_edges newer "
-                "JOIN mem_edges older ON older.src = newer.dst AND older.kind = 'SUPERSEDES' "
-                "WHERE newer.dst = ? AND newer.kind = 'SUPERSEDES'",
-                (storage.now(), node_id),
-            )
-            forget_active_session(storage, node_id)
-            removed = entities_only_named_by(storage, node_id)
-            storage.connection.executemany(
-                "DELETE FROM mem_nodes WHERE id = ?", [(i,) for i in (node_id, *removed)]
-            )
-            for old in superseded:
-                writing.recompute_valid_until(storage, old)
+            removed = delete_purged(storage, node_id, relink=True)
+            if storage.events is not None:
+                # A shared store: a purge event tells every clone to purge too, and the
+                # event files that hold the content go once this commits (event_log.py).
+                storage.events.record_purge(storage.connection, (node_id, *removed))
             # 'rebuild' rather than 'optimize': the optimized segment goes one level
             # above the highest in use, so repeated purges grew the index structure
             # until FTS5 refused to load it (search_index.py).
@@ -89,6 +74,34 @@ def purge_node(storage: Storage, node_id: str) -> tuple[str, ...]:
         storage.scrub_files()
     finally:
         storage.connection.execute(f"PRAGMA secure_delete = {int(secure_before)}")
+    return removed
+
+
+def delete_purged(storage: Storage, node_id: str, *, relink: bool) -> tuple[str, ...]:
+    """Delete a node and the entities only it named, inside an open transaction; returns
+    those entities. ``relink``: what superseded it now supersedes what it superseded, so
+    the older version stays closed (a clone importing a purge gets those edges from the
+    purge's event instead)."""
+    conn = storage.connection
+    superseded = [
+        r[0]
+        for r in conn.execute(
+            "SELECT dst FROM mem_edges WHERE src = ? AND kind = 'SUPERSEDES'", (node_id,)
+        )
+    ]
+    if relink:
+        conn.execute(
+            "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at) "
+            "SELECT newer.src, older.dst, 'SUPERSEDES', ? FROM mem_edges newer "
+            "JOIN mem_edges older ON older.src = newer.dst AND older.kind = 'SUPERSEDES' "
+            "WHERE newer.dst = ? AND newer.kind = 'SUPERSEDES'",
+            (storage.now(), node_id),
+        )
+    forget_active_session(storage, node_id)
+    removed = entities_only_named_by(storage, node_id)
+    conn.executemany("DELETE FROM mem_nodes WHERE id = ?", [(i,) for i in (node_id, *removed)])
+    for old in superseded:
+        writing.recompute_valid_until(storage, old)
     return removed
 
 

@@ -125,6 +125,7 @@ STORE_GITIGNORE = (
     "!.gitignore\n"
     "!events/\n"
     "!events/**\n"
+    "events/**/.*.tmp\n"
 )
 
 

@@ -77,6 +77,9 @@ class RecallItem:
     via: str  # "search" or "expansion"
     rationale: str | None = None  # decisions: why (``--rationale``)
     rejected: tuple[str, ...] = ()  # decisions: the alternatives rejected (``--rejected``)
+    # Current memories that supersede the same node as this one (conflicts.py).
+    conflicts_with: tuple[str, ...] = ()
+    conflicts_with_short: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,8 @@ class RecallResult:
     items: tuple[RecallItem, ...]
     markdown: str
     tokenizer: str
+    # --known-at: the answer from what had been recorded by then (transaction time).
+    known_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,8 @@ class TimelineItem:
     recorded_at: str
     superseded_by: str | None
     superseded_by_short: str | None
+    conflicts_with: tuple[str, ...] = ()
+    conflicts_with_short: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,8 @@ class Stats:
     pending_consolidation: int
     db_path: str
     db_bytes: int
+    # Nodes with two current successors (a shared store's merge; conflicts.py).
+    conflicts: int = 0
 
 
 @dataclass(frozen=True)
@@ -155,6 +164,30 @@ class InitResult:
 
     db_path: str
     created: bool
+    # A shared store (docs/team-memory.md): its events folder, and how many events its
+    # history became when an existing store was shared.
+    shared: bool = False
+    events_folder: str | None = None
+    events_written: int = 0
+
+
+@dataclass(frozen=True, order=True)
+class EventProblem:
+    """An event that was not imported: where it came from and why (one line)."""
+
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What ``sync`` or ``import`` did with the events it read."""
+
+    imported: int
+    already: int
+    problems: tuple[EventProblem, ...] = ()
+    folders_read: int = 0
+    purged: tuple[str, ...] = ()
 
 
 __all__ = [
@@ -162,6 +195,7 @@ __all__ = [
     "NODE_KINDS",
     "STORABLE_KINDS",
     "CurrentContext",
+    "EventProblem",
     "ForgetResult",
     "InitResult",
     "NamespaceInfo",
@@ -169,6 +203,7 @@ __all__ = [
     "RecallItem",
     "RecallResult",
     "Stats",
+    "SyncReport",
     "TimelineItem",
 ]
 

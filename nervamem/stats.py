@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 
 def stats(storage: Storage, *, namespace: str | None = None) -> Stats:
+    from . import conflicts
     from .models import Stats
 
     ns = storage.namespace_for(namespace)
@@ -59,4 +60,5 @@ def stats(storage: Storage, *, namespace: str | None = None) -> Stats:
         pending_consolidation=int(pending),
         db_path=str(storage.path.resolve()),
         db_bytes=size,
+        conflicts=conflicts.count(storage.connection, ns),
     )

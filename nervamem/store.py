@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         Node,
         RecallResult,
         Stats,
+        SyncReport,
         TimelineItem,
     )
     from .state import State
@@ -146,7 +147,7 @@ class MemoryStore:
         confidence: float = 1.0,
         valid_from: str | datetime | None = None,
         valid_until: str | datetime | None = None,
-        supersedes: str | None = None,
+        supersedes: str | Sequence[str] | None = None,
         contradicts: Sequence[str] = (),
         caused_by: Sequence[str] = (),
         derived_from: Sequence[str] = (),
@@ -182,7 +183,7 @@ class MemoryStore:
         confidence: float = 1.0,
         valid_from: str | datetime | None = None,
         valid_until: str | datetime | None = None,
-        supersedes: str | None = None,
+        supersedes: str | Sequence[str] | None = None,
         contradicts: Sequence[str] = (),
         caused_by: Sequence[str] = (),
         derived_from: Sequence[str] = (),
@@ -256,6 +257,48 @@ class MemoryStore:
 
         return sessions.has_memories(self.storage, namespace)
 
+    # ------------------------------------------------------------------ team memory
+    @property
+    def shared(self) -> bool:
+        """Whether this store is shared: its truth is an events folder (team-memory.md)."""
+        return self.storage.events is not None
+
+    def share(self) -> int:
+        """Share this store: its history becomes event files; returns how many."""
+        from . import sharing
+
+        return sharing.share(self.storage)
+
+    def sync(self, *, full: bool = False, rebuild: bool = False) -> SyncReport:
+        """Import the event files the cache has not seen (``rebuild``: all, from scratch)."""
+        from . import sharing
+
+        report = sharing.sync(self.storage, full=full, rebuild=rebuild)
+        if rebuild:
+            sharing.restore_access_counts(self.storage)
+        return report
+
+    def export_events(self, *, namespace: str | None = None) -> Iterator[str]:
+        """The store's history as event lines (JSON Lines), oldest first."""
+        from . import sharing
+
+        ns = self.storage.namespace_for(namespace) if namespace is not None else None
+        return sharing.export_lines(self.storage, ns)
+
+    def import_events(self, lines: Iterable[tuple[str, str]]) -> SyncReport:
+        """Import events given as (where it came from, JSON text); idempotent."""
+        from . import sharing
+
+        return sharing.import_events(
+            self.storage, lines, write_files=self.storage.events is not None
+        )
+
+    def canonical_state(self) -> str:
+        """What this store shares, as one canonical text (equal on synced clones)."""
+        from . import sharing
+
+        return sharing.canonical_state(self.storage)
+
     # ------------------------------------------------------------------ forget
     def forget(self, ref: str, *, purge: bool = False) -> ForgetResult:
         from . import forgetting
@@ -274,10 +317,12 @@ class MemoryStore:
         namespace: str | None = None,
         tokenizer: str | None = None,
         min_score: float = 0.0,
+        known_at: str | datetime | None = None,
     ) -> RecallResult:
         """What best answers ``query`` within ``budget_tokens`` (docs/recall.md).
         ``min_score`` (0 to 1) leaves out memories scoring below that share of the best
-        one's score, even when the budget has room for them; 0 fills the budget."""
+        one's score, even when the budget has room for them; 0 fills the budget.
+        ``known_at``: answer from what had been recorded by then (transaction time)."""
         from .recall.api import run_recall
 
         return run_recall(
@@ -290,14 +335,22 @@ class MemoryStore:
             namespace=namespace,
             tokenizer=tokenizer,
             min_score=min_score,
+            known_at=known_at,
         )
 
     def timeline(
-        self, query: str, *, namespace: str | None = None, limit: int = 100
+        self,
+        query: str,
+        *,
+        namespace: str | None = None,
+        limit: int = 100,
+        known_at: str | datetime | None = None,
     ) -> list[TimelineItem]:
         from .recall.timeline import run_timeline
 
-        return run_timeline(self.storage, query, namespace=namespace, limit=limit)
+        return run_timeline(
+            self.storage, query, namespace=namespace, limit=limit, known_at=known_at
+        )
 
     def stats(self, *, namespace: str | None = None) -> Stats:
         from . import stats

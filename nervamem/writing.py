@@ -78,7 +78,9 @@ class NewMemory(NamedTuple):
     entities: Sequence[str] = ()
     confidence: float = 1.0
     valid_from: str | datetime | None = None
-    supersedes: Ref | None = None
+    # One node, or several: a memory that supersedes the rival successors of one node
+    # (two branches of a shared store superseded it both) resolves that conflict.
+    supersedes: Ref | Sequence[Ref] | None = None
     contradicts: Sequence[Ref] = ()
     caused_by: Sequence[Ref] = ()
     derived_from: Sequence[Ref] = ()
@@ -131,8 +133,9 @@ class _Pending:
             _NODE_COLUMNS,
         )
         if self.valid_until:
-            # The earlier of what is there (a stated end) and the new end: superseding a
-            # memory that expires first leaves its end as it was.
+            # The earliest of what is there (a stated end, or the start of a forgotten
+            # successor) and the new end: as recompute_valid_until and an import of a
+            # shared store's events derive it.
             conn.executemany(
                 "UPDATE mem_nodes SET valid_until = CASE WHEN valid_until IS NOT NULL "
                 "AND valid_until < ?1 THEN valid_until ELSE ?1 END WHERE id = ?2",
@@ -396,11 +399,14 @@ class _Writer:
         session_id = self.session(memory.session, ns)
         supersedes = memory.supersedes
         # Index 0 is a reference too: test for None, not for truth.
-        old = (
-            None
+        refs: Sequence[Ref] = (
+            ()
             if supersedes is None or supersedes == ""
-            else self.supersedable(supersedes, ns, start)
+            else (supersedes,)
+            if isinstance(supersedes, (str, int))
+            else supersedes
         )
+        olds = list(dict.fromkeys(self.supersedable(ref, ns, start) for ref in refs))
         links = [
             (self.resolve(ref, ns), edge)
             for refs, edge in (
@@ -413,7 +419,7 @@ class _Writer:
         if memory.kind == "entity":
             # An existing entity is returned as is; it must not end up linked to itself.
             node_id = self.entity(memory.content, ns, start)
-            if node_id == old or any(target == node_id for target, _ in links):
+            if node_id in olds or any(target == node_id for target, _ in links):
                 raise BadInputError(f"{node_id} cannot supersede or link to itself")
         else:
             node_id = self.new_id(memory.kind)
@@ -433,7 +439,7 @@ class _Writer:
             pending.known[node_id] = (memory.kind, ns, start)
             if STATED_END in data:
                 pending.valid_until.append((data[STATED_END], node_id))
-        if old is not None:
+        for old in olds:
             pending.valid_until.append((start, old))
             pending.link(node_id, old, "SUPERSEDES", now)
             pending.superseded_by[old] = node_id

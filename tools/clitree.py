@@ -215,6 +215,10 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
         "How long to wait for another writer's lock before giving up with exit status 1 "
         "(default 15000).",
     ),
+    (
+        "NERVAMEM_AUTHOR",
+        "The author a shared store's events name (else git's author e-mail).",
+    ),
     ("NO_COLOR", "When set to any value, terminal output has no colour."),
     (
         "SOURCE_DATE_EPOCH",
@@ -236,6 +240,7 @@ EXIT_STATUS: tuple[tuple[int, str], ...] = (
         "forget --purge without --yes when no one can be asked.",
     ),
     (3, "Not found or ambiguous: an ID that matches no node, or several."),
+    (4, "Some events were skipped by sync or import (each reported); the others were imported."),
     (5, "Stale memories found, only with verify-staleness --exit-code; the report is printed."),
 )
 

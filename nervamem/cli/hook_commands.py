@@ -12,7 +12,14 @@ import typer
 
 from ..render import emit
 from .edge import command_group
-from .options import CONTEXT_SETTINGS, FormatOption, NsOption, open_store, output_format
+from .options import (
+    CONTEXT_SETTINGS,
+    FormatOption,
+    NsOption,
+    open_store,
+    output_format,
+    root_settings,
+)
 
 RepoOption = Annotated[
     Path | None,
@@ -77,13 +84,67 @@ def hooks_backfill(
     emit("hooks_backfill", result, output)
 
 
+def hooks_install(
+    ctx: typer.Context,
+    repo: RepoOption = None,
+    fmt: FormatOption = None,
+) -> None:
+    """Install nervamem's git hooks in the repository (idempotent).
+
+    post-commit records each commit; post-merge, post-checkout and post-rewrite run
+    'nervamem sync' for a shared store. None of them ever blocks or fails git. A hook
+    you wrote yourself is kept: ours goes beside it and is called from its end.
+
+    \b
+    Example:
+      nervamem hooks install
+      nervamem hooks install --repo ~/src/project
+    """
+    from ..hook_install import install
+
+    output = output_format(ctx, fmt)
+    _check_store(ctx)
+    emit("hooks_install", install(repo or Path.cwd()), output)
+
+
+def hooks_uninstall(
+    ctx: typer.Context,
+    repo: RepoOption = None,
+    fmt: FormatOption = None,
+) -> None:
+    """Remove nervamem's git hooks, and only those: your own hooks stay as they were.
+
+    \b
+    Example:
+      nervamem hooks uninstall
+    """
+    from ..hook_install import uninstall
+
+    output = output_format(ctx, fmt)
+    _check_store(ctx)
+    emit("hooks_install", uninstall(repo or Path.cwd()), output)
+
+
+def _check_store(ctx: typer.Context) -> None:
+    """The hooks write to the store in use: if there is one, it must be usable (the
+    usual one-line error if not), though installing them does not touch it."""
+    from ..locate import resolve_db_path
+
+    if resolve_db_path(root_settings(ctx).db).exists():
+        with open_store(ctx) as memory:
+            memory.current()
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``hooks`` group to ``app``."""
     hooks_app = command_group(
-        "Git commits as memories: what the post-commit hook records, and a backfill.\n\n"
-        "\b\nExample:\n  nervamem hooks record HEAD\n  nervamem hooks backfill --since v2.0",
+        "Git hooks: commits as memories, and sync after pulls.\n\n"
+        "\b\nExample:\n  nervamem hooks install\n  nervamem hooks record HEAD\n"
+        "  nervamem hooks backfill --since v2.0",
         CONTEXT_SETTINGS,
     )
+    hooks_app.command("install")(hooks_install)
+    hooks_app.command("uninstall")(hooks_uninstall)
     hooks_app.command("record")(hooks_record)
     hooks_app.command("backfill")(hooks_backfill)
     app.add_typer(hooks_app, name="hooks")

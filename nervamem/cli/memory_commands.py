@@ -61,10 +61,28 @@ def _read_stdin(what: str) -> str:
         ) from None
 
 
+KnownAtOption = Annotated[
+    str | None,
+    typer.Option(
+        "--known-at",
+        help="Answer from what had been recorded by this date/time (later memories, "
+        "supersessions and forgetting ignored).",
+    ),
+]
+
+
 def init(
     ctx: typer.Context,
     global_: Annotated[
         bool, typer.Option("--global", help="Create the home store ~/.nervapack/memory.db.")
+    ] = False,
+    shared: Annotated[
+        bool,
+        typer.Option(
+            "--shared",
+            help="Share it through git: every change is also an event file in "
+            ".nervapack/events/ (an existing store's history becomes events).",
+        ),
     ] = False,
     fmt: FormatOption = None,
 ) -> None:
@@ -76,6 +94,7 @@ def init(
     \b
     Example:
       nervamem init            # project store in the current folder
+      nervamem init --shared   # team memory: commit .nervapack/events/ with the code
       nervamem init --global   # ~/.nervapack/memory.db
     """
     from ..locate import (
@@ -104,9 +123,25 @@ def init(
             above = None  # the home store is the fallback, not another project's store
     existed = target.exists()
     # Looked up on the module, not imported by name: tests replace the factory.
-    options.store_factory(str(target), None).close()
+    memory = options.store_factory(str(target), None)
+    try:
+        written = memory.share() if shared else 0
+        if memory.shared and not written:
+            # A clone of a repository that shares its memory: the cache starts with it.
+            memory.sync()
+        result = InitResult(
+            db_path=str(target.resolve()),
+            created=not existed,
+            shared=memory.shared,
+            events_folder=str(memory.storage.events.folder.resolve())
+            if memory.storage.events is not None
+            else None,
+            events_written=written,
+        )
+    finally:
+        memory.close()
     keep_store_out_of_git(target.parent)
-    emit("init", InitResult(db_path=str(target.resolve()), created=not existed), output)
+    emit("init", result, output)
     if above is not None and not existed:
         # Commands here used that store until now; from now on they use this one.
         sys.stderr.write(
@@ -147,7 +182,11 @@ def store(
         ),
     ] = None,
     supersedes: Annotated[
-        str | None, typer.Option("--supersedes", help="ID of the node this one replaces.")
+        list[str] | None,
+        typer.Option(
+            "--supersedes",
+            help="ID of the node this one replaces (repeatable: replace rival versions).",
+        ),
     ] = None,
     contradicts: Annotated[
         list[str] | None, typer.Option("--contradicts", help="ID this conflicts with.")
@@ -189,7 +228,7 @@ def store(
             confidence=confidence,
             valid_from=valid_from,
             valid_until=valid_until,
-            supersedes=supersedes,
+            supersedes=supersedes or None,
             contradicts=contradicts or (),
             caused_by=caused_by or (),
             derived_from=derived_from or (),
@@ -216,6 +255,7 @@ def recall(
             help="Show what was true at this date/time (a date alone: the end of that day).",
         ),
     ] = None,
+    known_at: KnownAtOption = None,
     kind: KindsOption = None,
     hops: Annotated[
         int, typer.Option("--hops", help="Graph expansion depth (0 turns it off).")
@@ -245,6 +285,7 @@ def recall(
       nervamem recall "auth mechanism" --as-of 2026-03-15 --budget 300
       nervamem recall "why JWT" --kind decision --format json
       nervamem recall netrc --min-score 0.3
+      nervamem recall "auth mechanism" --known-at 2026-03-15   # what we knew then
     """
     output = output_format(ctx, fmt)
     text = _read_stdin("query") if query == "-" else query
@@ -257,6 +298,7 @@ def recall(
             hops=hops,
             tokenizer=tokenizer or root_settings(ctx).tokenizer,
             min_score=min_score,
+            known_at=known_at,
         )
     emit("recall", result, output)
 
@@ -265,6 +307,7 @@ def timeline(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to trace, or '-' to read it from stdin.")],
     limit: Annotated[int, typer.Option("--limit", help="At most this many versions.")] = 100,
+    known_at: KnownAtOption = None,
     namespace: NsOption = None,
     fmt: FormatOption = None,
 ) -> None:
@@ -273,11 +316,12 @@ def timeline(
     \b
     Example:
       nervamem timeline auth
+      nervamem timeline auth --known-at 2026-03-15   # as it was recorded by then
     """
     output = output_format(ctx, fmt)
     text = _read_stdin("query") if query == "-" else query
     with open_store(ctx, namespace) as memory:
-        items = memory.timeline(text, limit=limit)
+        items = memory.timeline(text, limit=limit, known_at=known_at)
     emit("timeline", items, output)
 
 
@@ -389,7 +433,14 @@ def forget(
             if not typer.confirm(f"Purge {target} for good?", default=False):
                 raise typer.Exit(1)
         result = memory.forget(target, purge=purge)
+        shared = memory.shared
     emit("forget", result, output)
+    if purge and shared:
+        sys.stderr.write(
+            "nervamem: note: its event files are deleted from .nervapack/events/, but copies "
+            "already committed stay in git history until it is rewritten "
+            "(docs/team-memory.md, 'Forgetting in shared history')\n"
+        )
 
 
 def stats(ctx: typer.Context, namespace: NsOption = None, fmt: FormatOption = None) -> None:

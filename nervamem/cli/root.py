@@ -14,7 +14,14 @@ from typing import Annotated, Any
 import typer
 
 from .. import __version__
-from . import code_commands, hook_commands, mcp_commands, memory_commands, session_commands
+from . import (
+    code_commands,
+    hook_commands,
+    mcp_commands,
+    memory_commands,
+    session_commands,
+    team_commands,
+)
 from .edge import NervamemGroup
 from .options import (
     CONTEXT_SETTINGS,
@@ -87,6 +94,7 @@ def root(
 memory_commands.register(app)
 session_commands.register(app)
 code_commands.register(app)
+team_commands.register(app)
 hook_commands.register(app)
 mcp_commands.register(app)
 

@@ -14,12 +14,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from .. import nodes
+from .. import conflicts, nodes
 from ..models import RecallItem, RecallResult
 from ..timeparse import format_time, parse_time, to_datetime
 from .access_counts import count_accesses
 from .candidates import reasons_of, sessions_of
 from .expansion import expand
+from .mask import KnownAt
 from .packing import pack
 from .questions import damp_questions
 from .scoring import Scored, above_floor, top_k
@@ -50,6 +51,7 @@ def run_recall(
     namespace: str | None,
     tokenizer: str | None,
     min_score: float = 0.0,
+    known_at: str | datetime | None = None,
 ) -> RecallResult:
     check_recall_request(
         query, budget_tokens=budget_tokens, hops=hops, kinds=kinds, min_score=min_score
@@ -69,19 +71,19 @@ def run_recall(
     # memory valid only from a later date is not true yet, and one that a later-dated
     # version supersedes is still true until then.
     mask_time = as_of_text or format_time(now)
+    known_at_text = moment_text(known_at, "--known-at")
+    mask: str | KnownAt = mask_time if known_at_text is None else KnownAt(mask_time, known_at_text)
     conn = storage.connection
 
-    found = search(
-        conn, ns, query, as_of=mask_time, kinds=kinds, want=_candidate_target(budget_tokens)
-    )
+    found = search(conn, ns, query, as_of=mask, kinds=kinds, want=_candidate_target(budget_tokens))
     if hops > 0 and found:
-        found = session_context(conn, ns, found, as_of=mask_time, kinds=kinds)
+        found = session_context(conn, ns, found, as_of=mask, kinds=kinds)
         found = expand(
             conn,
             ns,
             found,
             hops=hops,
-            as_of=mask_time,
+            as_of=mask,
             kinds=kinds,
             width=_expansion_width(budget_tokens),
         )
@@ -89,9 +91,12 @@ def run_recall(
     damp_questions(found.values())
     ranked = top_k(conn, found, reference=reference, k=_most_packable(budget_tokens))
     ranked = above_floor(ranked, min_score)
+    label = mask_time[:10]
+    if known_at_text is not None:
+        label += f", known at {known_at_text[:16].replace('T', ' ')}"
     chosen, markdown, used = pack(
         query,
-        mask_time[:10],
+        label,
         [s[4] for s in ranked],
         budget_tokens,
         counter,
@@ -106,7 +111,15 @@ def run_recall(
         items=tuple(chosen),
         markdown=markdown,
         tokenizer=counter.name,
+        known_at=known_at_text,
     )
+
+
+def moment_text(value: str | datetime | None, option: str) -> str | None:
+    """A time given as text or a datetime, in the stored form; None stays None."""
+    if value is None:
+        return None
+    return format_time(value) if isinstance(value, datetime) else parse_time(value, option=option)
 
 
 def _candidate_target(budget: int) -> int:
@@ -142,7 +155,15 @@ def _item_completer(storage: Storage, ranked: list[Scored]) -> Callable[[int], R
             chunk = ranked[index : index + COMPLETE_CHUNK]
             sessions = sessions_of(conn, [s[4].id for s in chunk])
             why = reasons_of(conn, [s[4].id for s in chunk if s[4].kind == "decision"])
-            short = nodes.short_ids(storage, [*(s[4].id for s in chunk), *sessions.values()])
+            rivals = conflicts.rivals(conn, [s[4].id for s in chunk])
+            short = nodes.short_ids(
+                storage,
+                [
+                    *(s[4].id for s in chunk),
+                    *sessions.values(),
+                    *(r for named in rivals.values() for r in named),
+                ],
+            )
             for offset, (score, r, f, c, cand) in enumerate(chunk, start=index):
                 items[offset] = RecallItem(
                     id=cand.id,
@@ -163,6 +184,8 @@ def _item_completer(storage: Storage, ranked: list[Scored]) -> Callable[[int], R
                     via=cand.via,
                     rationale=why[cand.id][0] if cand.id in why else None,
                     rejected=why[cand.id][1] if cand.id in why else (),
+                    conflicts_with=rivals.get(cand.id, ()),
+                    conflicts_with_short=tuple(short[r] for r in rivals.get(cand.id, ())),
                 )
         return items[index]
 

@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from .candidates import NODE_COLUMNS, Candidate, NodeRow, degrees
-from .mask import mask_sql
+from .mask import KnownAt, mask_sql
 
 EXPANSION_DECAY = 0.6
 EXPANSION_FANOUT = 8
@@ -47,7 +47,7 @@ def expand(
     seeds: dict[str, Candidate],
     *,
     hops: int,
-    as_of: str | None,
+    as_of: str | KnownAt | None,
     kinds: Sequence[str] | None,
     width: int = EXPANSION_SEEDS,
 ) -> dict[str, Candidate]:

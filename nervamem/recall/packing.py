@@ -149,7 +149,14 @@ def item_line(item: RecallItem, *, why: bool = True) -> str:
     # version superseded from a later date) says until when: never taken for current.
     until = f" until {item.valid_until[:10]}" if item.valid_until else ""
     date = "" if item.session_short_id else " " + item.valid_from[:10]
-    line = f"- {item.short_id}{date}{conf}{until} {one_line(item.content)}"
+    # A conflict (two current successors of one node, merged from two branches of a
+    # shared store) is said on the line: an agent must not take either as settled.
+    rivals = (
+        " (conflicts with " + ", ".join(item.conflicts_with_short) + ")"
+        if item.conflicts_with_short
+        else ""
+    )
+    line = f"- {item.short_id}{date}{conf}{until} {one_line(item.content)}{rivals}"
     return line + reasons(item) if why else line
 
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .candidates import NODE_COLUMNS, Candidate, NodeRow
-from .mask import mask_sql
+from .mask import KnownAt, mask_sql
 from .relevance import date_spans, inverse_document_frequency, score_rows, term_weights
 from .terms import content_terms, query_terms
 
@@ -56,7 +56,7 @@ def search(
     namespace: str,
     query: str,
     *,
-    as_of: str | None,
+    as_of: str | KnownAt | None,
     kinds: Sequence[str] | None,
     want: int,
     apply_mask: bool = True,
@@ -150,7 +150,7 @@ def _newest_common(
 
 
 def _filters(
-    as_of: str | None, kinds: Sequence[str] | None, apply_mask: bool
+    as_of: str | KnownAt | None, kinds: Sequence[str] | None, apply_mask: bool
 ) -> tuple[str, list[str]]:
     mask, params = mask_sql(as_of) if apply_mask else ("n.tombstoned = 0", [])
     if kinds:
@@ -168,7 +168,7 @@ def _read_and_score(
     key_count: int,
     terms: list[str],
     *,
-    as_of: str | None,
+    as_of: str | KnownAt | None,
     kinds: Sequence[str] | None,
     apply_mask: bool,
     spans: Sequence[tuple[str, str]] = (),
@@ -214,7 +214,7 @@ def _prefix_stage(
     keys: list[str],
     found: dict[str, Candidate],
     *,
-    as_of: str | None,
+    as_of: str | KnownAt | None,
     kinds: Sequence[str] | None,
     apply_mask: bool,
 ) -> None:

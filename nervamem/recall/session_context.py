@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from .candidates import NODE_COLUMNS, Candidate, NodeRow, sessions_of
-from .mask import mask_sql
+from .mask import KnownAt, mask_sql
 from .questions import QUESTION_FORWARD, asks
 
 CONTEXT_SEEDS = 20
@@ -28,7 +28,7 @@ def session_context(
     namespace: str,
     found: dict[str, Candidate],
     *,
-    as_of: str | None,
+    as_of: str | KnownAt | None,
     kinds: Sequence[str] | None,
 ) -> dict[str, Candidate]:
     """Context from the same session: what was recorded just before and after a hit.

@@ -16,6 +16,7 @@ def _recall(result: RecallResult) -> dict[str, Any]:
     return {
         "query": result.query,
         "as_of": result.as_of,
+        "known_at": result.known_at,
         "budget_tokens": result.budget_tokens,
         "used_tokens": result.used_tokens,
         "tokenizer": result.tokenizer,
@@ -44,6 +45,7 @@ def _recall_item(item: RecallItem) -> dict[str, Any]:
         "via": item.via,
         "rationale": item.rationale,
         "rejected": list(item.rejected),
+        "conflicts_with": list(item.conflicts_with),
     }
 
 
@@ -59,6 +61,7 @@ def _timeline(items: list[TimelineItem]) -> dict[str, Any]:
                 "valid_until": i.valid_until,
                 "recorded_at": i.recorded_at,
                 "superseded_by": i.superseded_by,
+                "conflicts_with": list(i.conflicts_with),
             }
             for i in items
         ]
@@ -80,6 +83,8 @@ def to_document(view: str, payload: Any) -> Any:
         return _stats(payload)
     if view == "id":
         return {"id": payload}
+    if view == "hooks_install":
+        return {"hooks": [change._asdict() for change in payload]}
     if view == "ns_list":
         return {"namespaces": [{"name": n.name, "nodes": n.nodes} for n in payload]}
     if view in ("show", "list"):

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # annotations only: `store` prints an ID without building the
         InitResult,
         NamespaceInfo,
         Stats,
+        SyncReport,
         TimelineItem,
     )
 
@@ -32,6 +33,8 @@ def _timeline(items: list[TimelineItem]) -> str:
     for item in items:
         until = item.valid_until[:10] if item.valid_until else "now"
         marker = f" [superseded by {item.superseded_by_short}]" if item.superseded_by else ""
+        if item.conflicts_with_short:
+            marker += " [conflicts with " + ", ".join(item.conflicts_with_short) + "]"
         lines.append(
             f"- [{item.short_id}] {item.valid_from[:10]} → {until} · {item.kind} — "
             f"{one_line(item.content)}{marker}"
@@ -45,6 +48,8 @@ def _stats(stats: Stats) -> str:
     lines.append("- edges: " + (", ".join(f"{k} {v}" for k, v in stats.edges.items()) or "none"))
     lines.append(f"- tombstoned: {stats.tombstoned}")
     lines.append(f"- superseded: {stats.superseded}")
+    if stats.conflicts:
+        lines.append(f"- conflicts: {stats.conflicts} (supersede both versions to resolve)")
     lines.append(f"- pending consolidation: {stats.pending_consolidation}")
     lines.append(f"- store: {stats.db_path} ({stats.db_bytes} bytes)")
     return "\n".join(lines) + "\n"
@@ -81,7 +86,17 @@ def _render(view: str, payload: Any) -> str:
         return f"namespace: {context.namespace}\nsession: {context.session or '-'}\n"
     if view == "init":
         init: InitResult = payload
-        return f"{'Initialised' if init.created else 'Already initialised'} {init.db_path}\n"
+        text = f"{'Initialised' if init.created else 'Already initialised'} {init.db_path}\n"
+        if init.shared:
+            text += f"Shared: events in {init.events_folder}"
+            if init.events_written:
+                text += f" ({init.events_written} written from its history)"
+            text += "\n"
+        return text
+    if view == "hooks_install":
+        return "".join(f"{change.action} {change.path}\n" for change in payload)
+    if view in ("sync", "import"):
+        return _sync(view, payload)
     if view in ("code_index", "code_for", "code_to", "verify_staleness"):
         from .code_markdown import VIEWS  # here: only the code commands load it
 
@@ -97,6 +112,18 @@ def _render(view: str, payload: Any) -> str:
     if view == "hooks_backfill":
         return _backfill(payload)
     raise ValueError(f"no markdown renderer for {view}")
+
+
+def _sync(view: str, report: SyncReport) -> str:
+    what = "Synced" if view == "sync" else "Imported"
+    new = report.imported
+    lines = [
+        f"{what}: {new} new event{'' if new == 1 else 's'}, {report.already} already held"
+        + (f", {len(report.problems)} skipped" if report.problems else "")
+    ]
+    lines += [f"- purged {node_id}" for node_id in report.purged]
+    lines += [f"- skipped {p.source}: {p.reason}" for p in report.problems]
+    return "\n".join(lines) + "\n"
 
 
 def _consolidation(result: ConsolidationResult) -> str:

@@ -51,7 +51,12 @@ def render(view: str, payload: Any) -> None:
                 item.valid_until[:10] if item.valid_until else "now",
                 item.kind,
                 Text(visible(item.content)),
-                item.superseded_by_short or "",
+                item.superseded_by_short
+                or (
+                    "conflicts with " + ", ".join(item.conflicts_with_short)
+                    if item.conflicts_with_short
+                    else ""
+                ),
                 style="dim" if item.superseded_by else None,
             )
         console.print(table)

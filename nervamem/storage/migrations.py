@@ -154,12 +154,46 @@ END"""
     conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('rebuild')")
 
 
+def m006_event_log(conn: sqlite3.Connection) -> None:
+    """What a shared store (docs/team-memory.md) and transaction-time queries need.
+
+    ``tombstoned_at``: when a node was forgotten, so that ``--known-at`` can tell what was
+    known before (NULL on nodes forgotten before this migration: treated as always
+    forgotten). The other tables are the local bookkeeping of a store whose truth is its
+    event files: which events it holds (import is idempotent), the folders it has read
+    (sync with nothing new reads no file), nodes purged (an old copy of their event
+    never brings them back), and which event last set each key of a node's data (a
+    key set on two branches converges to the later event's value, in any import order).
+    """
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(mem_nodes)")}
+    if "tombstoned_at" not in columns:  # IF NOT EXISTS, which ALTER TABLE lacks
+        conn.execute("ALTER TABLE mem_nodes ADD COLUMN tombstoned_at TEXT")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS mem_events (id TEXT PRIMARY KEY, recorded_at TEXT NOT NULL) "
+        "WITHOUT ROWID"
+    )
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS mem_event_folders (folder TEXT PRIMARY KEY, "
+        "stamp TEXT NOT NULL) WITHOUT ROWID"
+    )
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS mem_event_journal (id TEXT PRIMARY KEY, body TEXT NOT NULL) "
+        "WITHOUT ROWID"
+    )
+    conn.execute("CREATE TABLE IF NOT EXISTS mem_purged (node_id TEXT PRIMARY KEY) WITHOUT ROWID")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS mem_data_origin (node_id TEXT NOT NULL, key TEXT NOT NULL, "
+        "event_id TEXT NOT NULL, PRIMARY KEY (node_id, key)) WITHOUT ROWID"
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_node_degree", m002_node_degree),
     ("m003_id_random_part", m003_id_random_part),
     ("m004_search_index_repair", m004_search_index_repair),
     ("m005_search_rationale", m005_search_rationale),
+    ("m006_event_log", m006_event_log),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

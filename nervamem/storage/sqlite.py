@@ -43,6 +43,7 @@ from ..timeparse import format_time
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
+    from .event_log import EventLog
     from .write_queue import WriteQueue
 
 Clock = Callable[[], datetime]
@@ -83,8 +84,16 @@ class Storage:
         # program's database gets no lock files beside it.
         self._write_queue: WriteQueue | None = None
         self._queue_writes = False
+        self.events: EventLog | None = None  # set below, once migrations have run
         self.connection = self._open()
         self._queue_writes = True
+        # A shared store (an events folder beside the file, event_log.py) writes every
+        # transaction's changes as an event file too. One stat: unshared stores pay
+        # nothing else.
+        if (self.path.parent / "events").is_dir():
+            from .event_log import EventLog, events_folder_beside
+
+            self.events = EventLog(events_folder_beside(self.path))
 
     def _open(self) -> sqlite3.Connection:
         path = self.path
@@ -261,8 +270,23 @@ class Storage:
         # One reading of the clock per transaction: every ID, recorded_at and default
         # valid_from written by it share the same moment.
         self.transaction_time = self.clock()
+        event_file: Path | None = None
         try:
+            if self.events is not None:
+                self.events.begin(self.connection)
             yield
+            if self.events is not None:
+                # Before COMMIT, as state.yaml: a write whose event cannot be written
+                # is rolled back; one whose COMMIT fails loses its event file below.
+                try:
+                    event_file = self.events.write_pending(
+                        self.connection, self.moment(), self.random
+                    )
+                except OSError as exc:
+                    raise StoreError(
+                        f"cannot write an event file in {shown_path(self.events.folder)}: "
+                        f"{exc.strerror or exc}; nothing was written"
+                    ) from None
             if self._state_pending and self._state is not None:
                 # Before COMMIT: if state.yaml cannot be written, the session it would
                 # name is rolled back with the rest and the command changes nothing.
@@ -270,6 +294,10 @@ class Storage:
             self._state_pending = False
             self.connection.execute("COMMIT")
         except BaseException as exc:
+            if event_file is not None:
+                event_file.unlink(missing_ok=True)
+            if self.events is not None:
+                self.events.after_rollback()
             if self._state_pending:  # the session it names is rolled back with the rest
                 self._state_pending = False
                 self._state = None
@@ -280,6 +308,9 @@ class Storage:
             if isinstance(exc, sqlite3.Error):
                 raise self.error_from(exc) from None
             raise
+        else:
+            if self.events is not None:
+                self.events.after_commit()
         finally:
             self.in_transaction = False
             self.transaction_time = None

@@ -86,7 +86,7 @@ def test_the_hook_anchors_the_changed_function_not_the_package(repo: Path, tmp_p
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m nervamem "$@"\n', encoding="utf-8")
     shim.chmod(0o755)
     hook = repo / ".git" / "hooks" / "post-commit"
-    shutil.copyfile(ROOT / "hooks" / "post-commit", hook)
+    shutil.copyfile(ROOT / "nervamem" / "git_hooks" / "post-commit", hook)
     hook.chmod(0o755)
     env = {
         "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",

@@ -21,6 +21,7 @@ GROUP_MODULES = {
     "code_commands",
     "hook_commands",
     "mcp_commands",
+    "team_commands",
 }
 # What each module may import from inside nervamem/cli (the package itself is "__init__").
 ALLOWED = {
@@ -31,6 +32,7 @@ ALLOWED = {
     "code_commands": {"edge", "options"},
     "hook_commands": {"edge", "options"},
     "mcp_commands": {"options"},
+    "team_commands": {"options"},
     "options": set(),
     "edge": {"startup", "typer_compat"},
     "startup": set(),

@@ -22,7 +22,7 @@ from nervamem import __version__
 from nervamem.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
-HOOK = ROOT / "hooks" / "post-commit"
+HOOK = ROOT / "nervamem" / "git_hooks" / "post-commit"
 ANSI = re.compile(r"\x1b\[([0-9;]*)m")
 BOX = re.compile("[\u2500-\u257f]")
 RUN_THIS_CHECKOUT = 'exec "' + sys.executable + '" -m nervamem "$@"'

@@ -116,7 +116,7 @@ def _downgrade_to_m004(path: Path) -> None:
             if "mem_fts" in statement:
                 conn.execute(statement)
         conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('rebuild')")
-        conn.execute("DELETE FROM mem_migrations WHERE name = 'm005_search_rationale'")
+        conn.execute("DELETE FROM mem_migrations WHERE name >= 'm005'")
         conn.execute("PRAGMA user_version = 4")
     conn.close()
 

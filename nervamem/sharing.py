@@ -1,0 +1,724 @@
+"""Team memory: a shared store's events, brought into its cache; export and import.
+
+A shared store's truth is its event files (storage/event_log.py); its database is a
+cache of them. This module reads events (files or JSON Lines), checks them, and applies
+each in its own savepoint, so that a malformed one is reported and skipped and nothing
+is half-imported. Applying is idempotent and independent of order, so that every clone
+that holds the same events holds the same canonical state (:func:`canonical_state`):
+
+* a node is inserted once, by ID, never changed by a later copy; an edge once, by key;
+* ``valid_until`` is derived: the earliest ``valid_from`` of what supersedes the node
+  (or the expiry it was asserted with); two successors of one node are a *conflict*,
+  shown until a later memory supersedes both;
+* an alias two entities claim belongs to the entity with the larger ID (the newer
+  one, as a local write's takeover gives);
+* a tombstone is kept with its earliest time; each key of a node's data holds the value
+  of the latest event that set it; a purge removes the node for good.
+
+Import order: events by ID; an event whose edges name a node not yet present waits for
+the others and is retried; still missing, it is reported and left unseen, so a later
+sync, when its node has arrived, imports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import writing
+from .errors import BadInputError, StoreError
+from .ids import ID_PATTERN
+from .kinds import STORABLE_KINDS
+from .storage import search_index
+from .storage.event_log import (
+    CHANGE_TYPES,
+    EVENT_FILE,
+    EVENT_ID,
+    FORMAT,
+    EventLog,
+    canonical_json,
+    event_path,
+    events_folder_beside,
+    folder_stamp,
+    named_ids,
+)
+
+if TYPE_CHECKING:
+    from .models import EventProblem, SyncReport
+    from .storage.sqlite import Storage
+
+EDGE_KINDS = ("ABOUT", "OCCURRED_IN", "SUPERSEDES", "CONTRADICTS", "CAUSED", "DERIVED_FROM")
+NODE_KINDS = ("session", *STORABLE_KINDS)
+
+
+def _problem(source: str, reason: str) -> EventProblem:
+    from .models import EventProblem
+
+    return EventProblem(source, reason)
+
+
+def _report(
+    imported: int,
+    already: int,
+    problems: tuple[EventProblem, ...],
+    folders_read: int,
+    purged: tuple[str, ...] = (),
+) -> SyncReport:
+    from .models import SyncReport
+
+    return SyncReport(imported, already, problems, folders_read, purged)
+
+
+class EventError(ValueError):
+    """An event file or line that is not a valid event of a known format."""
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def parse_event(text: str) -> dict[str, Any]:
+    """An event from its JSON text, checked field by field; EventError says what is wrong."""
+    try:
+        event = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise EventError(f"not JSON ({str(exc)[:80]})") from None
+    if not isinstance(event, dict):
+        raise EventError("not a JSON object")
+    version = event.get("format")
+    if version != FORMAT:
+        shown = json.dumps(version)[:20]
+        raise EventError(f"unknown format {shown} (this nervamem reads format {FORMAT})")
+    event_id = event.get("id")
+    if not isinstance(event_id, str) or not EVENT_ID.match(event_id):
+        raise EventError("no valid event 'id'")
+    recorded_at = event.get("recorded_at")
+    if not _is_time(recorded_at):
+        raise EventError("no valid 'recorded_at'")
+    if "author" in event and not isinstance(event["author"], str):
+        raise EventError("'author' is not text")
+    changes = event.get("changes")
+    if not isinstance(changes, list) or not changes:
+        raise EventError("no 'changes'")
+    for index, change in enumerate(changes):
+        problem = _change_problem(change)
+        if problem:
+            raise EventError(f"change {index}: {problem}")
+    return event
+
+
+def _is_time(value: Any) -> bool:
+    return (
+        isinstance(value, str)
+        and len(value) == 24
+        and value[10] == "T"
+        and value.endswith("Z")
+        and value[:4].isdigit()
+    )
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str) and bool(ID_PATTERN.match(value))
+
+
+def _change_problem(change: Any) -> str | None:
+    if not isinstance(change, dict):
+        return "not an object"
+    kind = change.get("type")
+    if kind not in CHANGE_TYPES:
+        return f"unknown type {str(kind)[:20]!r}"
+    if kind == "node":
+        if not _is_id(change.get("id")) or change.get("kind") not in NODE_KINDS:
+            return "node without a valid id or kind"
+        if not isinstance(change.get("content"), str) or not isinstance(
+            change.get("namespace"), str
+        ):
+            return "node without content or namespace"
+        if not all(_is_time(change.get(k)) for k in ("valid_from", "recorded_at")):
+            return "node without valid times"
+        if "valid_until" in change and not _is_time(change["valid_until"]):
+            return "node with an invalid valid_until"
+        confidence = change.get("confidence")
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+            return "node without a confidence"
+        if not isinstance(change.get("data"), dict):
+            return "node without data"
+    elif kind == "edge":
+        if not (_is_id(change.get("src")) and _is_id(change.get("dst"))):
+            return "edge without valid ends"
+        if not isinstance(change.get("kind"), str) or not _is_time(change.get("created_at")):
+            return "edge without a kind or time"
+        if not isinstance(change.get("data", {}), dict):
+            return "edge with invalid data"
+    elif kind == "alias":
+        if not _is_id(change.get("entity_id")):
+            return "alias without an entity"
+        if not isinstance(change.get("alias"), str) or not isinstance(change.get("namespace"), str):
+            return "alias without a name or namespace"
+    elif kind in ("tombstone", "purge"):
+        if not _is_id(change.get("id")):
+            return f"{kind} without a valid id"
+    elif kind == "data" and not (_is_id(change.get("id")) and isinstance(change.get("set"), dict)):
+        return "data change without an id or keys"
+    return None
+
+
+def event_files(folder: Path) -> Iterator[tuple[str, Path]]:
+    """Every event file under ``folder`` by month: (``YYYY/MM``, path)."""
+    for month in month_folders(folder):
+        for entry in os.scandir(folder / month):
+            if entry.is_file() and EVENT_FILE.match(entry.name):
+                yield month, Path(entry.path)
+
+
+def month_folders(folder: Path) -> list[str]:
+    months: list[str] = []
+    if not folder.is_dir():
+        return months
+    for year in os.scandir(folder):
+        if year.is_dir() and len(year.name) == 4 and year.name.isdigit():
+            for month in os.scandir(year.path):
+                if month.is_dir() and len(month.name) == 2 and month.name.isdigit():
+                    months.append(f"{year.name}/{month.name}")
+    return sorted(months)
+
+
+# --------------------------------------------------------------------------- applying
+
+
+class _Missing(Exception):
+    """An edge or alias names a node this store does not hold (yet)."""
+
+
+def apply_event(storage: Storage, event: dict[str, Any], purged_ids: set[str]) -> tuple[str, ...]:
+    """Apply one checked event inside the caller's transaction; returns what it purged
+    (and adds it to ``purged_ids``, the nodes purged for good). Raises _Missing, having
+    applied nothing, when it refers to a node not present."""
+    conn = storage.connection
+    conn.execute("SAVEPOINT nervamem_event")
+    before = set(purged_ids)
+    try:
+        purged = _apply_changes(storage, event, purged_ids)
+        conn.execute(
+            "INSERT OR IGNORE INTO mem_events (id, recorded_at) VALUES (?, ?)",
+            (event["id"], event["recorded_at"]),
+        )
+    except BaseException:
+        conn.execute("ROLLBACK TO nervamem_event")
+        conn.execute("RELEASE nervamem_event")
+        purged_ids.intersection_update(before)
+        raise
+    conn.execute("RELEASE nervamem_event")
+    return purged
+
+
+def _apply_changes(
+    storage: Storage, event: dict[str, Any], purged_ids: set[str]
+) -> tuple[str, ...]:
+    conn = storage.connection
+    event_id: str = event["id"]
+    at: str = event["recorded_at"]
+    reopen: set[str] = set()
+    purged: list[str] = []
+    for change in event["changes"]:
+        kind = change["type"]
+        if kind == "purge":
+            if change["id"] not in purged_ids:
+                gone = purge_rows(storage, change["id"])
+                purged.extend(gone)
+                purged_ids.update((change["id"], *gone))
+            continue
+        named = named_ids(change)
+        if purged_ids.intersection(named):
+            continue  # about a node purged for good: nothing of it comes back
+        if kind == "node":
+            conn.execute(
+                "INSERT OR IGNORE INTO mem_nodes (id, kind, content, namespace, valid_from, "
+                "valid_until, recorded_at, confidence, data) VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    change["id"],
+                    change["kind"],
+                    change["content"],
+                    change["namespace"],
+                    change["valid_from"],
+                    change.get("valid_until"),
+                    change["recorded_at"],
+                    float(change["confidence"]),
+                    json.dumps(change["data"], ensure_ascii=False, sort_keys=True),
+                ),
+            )
+            reopen.add(change["id"])  # a successor may have arrived before it
+            continue
+        _require(conn, *named)
+        if kind == "edge":
+            conn.execute(
+                "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at, data) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (
+                    change["src"],
+                    change["dst"],
+                    change["kind"],
+                    change["created_at"],
+                    json.dumps(change.get("data", {}), sort_keys=True),
+                ),
+            )
+            if change["kind"] == "SUPERSEDES":
+                reopen.add(change["dst"])
+        elif kind == "alias":
+            conn.execute(
+                "INSERT INTO mem_aliases (namespace, alias, entity_id) VALUES (?, ?, ?) "
+                "ON CONFLICT (namespace, alias) DO UPDATE SET entity_id = excluded.entity_id "
+                "WHERE excluded.entity_id > mem_aliases.entity_id",
+                (change["namespace"], change["alias"], change["entity_id"]),
+            )
+        elif kind == "tombstone":
+            conn.execute(
+                "UPDATE mem_nodes SET tombstoned = 1, tombstoned_at = CASE WHEN tombstoned = 0 "
+                "OR tombstoned_at IS NULL OR tombstoned_at > ?1 THEN ?1 ELSE tombstoned_at END "
+                "WHERE id = ?2",
+                (at, change["id"]),
+            )
+        elif kind == "data":
+            _apply_data(conn, change["id"], change["set"], event_id)
+    for node_id in reopen:
+        writing.recompute_valid_until(storage, node_id)
+    return tuple(purged)
+
+
+def _require(conn: sqlite3.Connection, *node_ids: str) -> None:
+    for node_id in node_ids:
+        if conn.execute("SELECT 1 FROM mem_nodes WHERE id = ?", (node_id,)).fetchone() is None:
+            raise _Missing(node_id)
+
+
+def _apply_data(
+    conn: sqlite3.Connection, node_id: str, values: dict[str, Any], event_id: str
+) -> None:
+    row = conn.execute("SELECT data FROM mem_nodes WHERE id = ?", (node_id,)).fetchone()
+    data = json.loads(row[0]) if row else {}
+    changed = False
+    for key, value in values.items():
+        origin = conn.execute(
+            "SELECT event_id FROM mem_data_origin WHERE node_id = ? AND key = ?", (node_id, key)
+        ).fetchone()
+        if origin is not None and origin[0] > event_id:
+            continue  # a later event set this key: its value stands
+        conn.execute(
+            "INSERT OR REPLACE INTO mem_data_origin (node_id, key, event_id) VALUES (?, ?, ?)",
+            (node_id, key, event_id),
+        )
+        data[key] = value
+        changed = True
+    if changed:
+        conn.execute(
+            "UPDATE mem_nodes SET data = ? WHERE id = ?",
+            (json.dumps(data, ensure_ascii=False, sort_keys=True), node_id),
+        )
+
+
+def purge_rows(storage: Storage, node_id: str) -> tuple[str, ...]:
+    """A purge another clone made: the node and the entities only it named leave this
+    cache too, and no later copy of their events brings them back."""
+    from .forgetting import delete_purged
+
+    conn = storage.connection
+    if conn.execute("SELECT 1 FROM mem_nodes WHERE id = ?", (node_id,)).fetchone() is None:
+        conn.execute("INSERT OR IGNORE INTO mem_purged (node_id) VALUES (?)", (node_id,))
+        return ()
+    removed = delete_purged(storage, node_id, relink=False)
+    conn.executemany(
+        "INSERT OR IGNORE INTO mem_purged (node_id) VALUES (?)",
+        [(i,) for i in (node_id, *removed)],
+    )
+    return (node_id, *removed)
+
+
+# --------------------------------------------------------------------------- importing
+
+
+def import_events(
+    storage: Storage, events: Iterable[tuple[str, str]], *, write_files: bool = False
+) -> SyncReport:
+    """Import events given as (source, JSON text), in one write transaction. Each event is
+    checked and applied alone; a bad one is reported and skipped. With ``write_files``
+    (an import into a shared store) each new event is also written to its events folder."""
+    problems: list[EventProblem] = []
+    parsed: list[tuple[str, dict[str, Any]]] = []
+    for source, text in events:
+        try:
+            parsed.append((source, parse_event(text)))
+        except EventError as exc:
+            problems.append(_problem(source, str(exc)))
+    parsed.sort(key=lambda item: item[1]["id"])
+    imported = already = 0
+    purged: list[str] = []
+    log = storage.events
+    written: list[Path] = []
+    if log is not None:
+        log.suppressed = True
+    try:
+        with storage.transaction():
+            conn = storage.connection
+            known = _known_events(conn, [e["id"] for _, e in parsed])
+            purged_ids = {row[0] for row in conn.execute("SELECT node_id FROM mem_purged")}
+            waiting = []
+            for source, event in parsed:
+                if event["id"] in known:
+                    already += 1
+                    continue
+                known.add(event["id"])
+                waiting.append((source, event))
+            while waiting:
+                retry = []
+                for source, event in waiting:
+                    try:
+                        purged.extend(apply_event(storage, event, purged_ids))
+                    except _Missing as missing:
+                        retry.append((source, event, str(missing)))
+                        continue
+                    except sqlite3.IntegrityError as exc:
+                        problems.append(_problem(source, f"rejected by the store: {exc}"))
+                        continue
+                    imported += 1
+                    if write_files and log is not None:
+                        path = event_path(log.folder, event["id"], event["recorded_at"])
+                        if not path.exists():
+                            from .storage.event_log import write_file_durably
+
+                            write_file_durably(path, canonical_json(event), sync=False)
+                            written.append(path)
+                if len(retry) == len(waiting):
+                    problems.extend(
+                        _problem(source, f"refers to {node} which this store does not hold")
+                        for source, _, node in retry
+                    )
+                    break
+                waiting = [(source, event) for source, event, _ in retry]
+            if purged:
+                search_index.rebuild(storage.connection)
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
+    finally:
+        if log is not None:
+            log.suppressed = False
+    if written:
+        os.sync()  # one flush for all the files, not two fsyncs each
+    if purged:
+        storage.scrub_files()
+    problems.sort()
+    return _report(imported, already, tuple(problems), 0, tuple(purged))
+
+
+def _known_events(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
+    known: set[str] = set()
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        known.update(
+            row[0]
+            for row in conn.execute(f"SELECT id FROM mem_events WHERE id IN ({marks})", chunk)
+        )
+    return known
+
+
+def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> SyncReport:
+    """Import the event files this store's cache has not seen. Cheap when nothing changed:
+    a month's folder whose stamp (mtime, inode) is the one recorded is not read."""
+    log = _shared_log(storage)
+    log.restore_files(storage.connection)
+    if rebuild:
+        _empty_cache(storage)
+        full = True
+    recorded = dict(
+        storage.connection.execute("SELECT folder, stamp FROM mem_event_folders").fetchall()
+    )
+    stamps: dict[str, str] = {}
+    to_read: list[str] = []
+    for month in month_folders(log.folder):
+        stamp = folder_stamp(log.folder / month)
+        stamps[month] = stamp
+        if full or recorded.get(month) != stamp:
+            to_read.append(month)
+    if not to_read:
+        return _report(0, 0, (), 0)
+    unseen: list[tuple[str, Path]] = []
+    conn = storage.connection
+    for month in to_read:
+        names = [
+            entry.name[:-5]
+            for entry in os.scandir(log.folder / month)
+            if entry.is_file() and EVENT_FILE.match(entry.name)
+        ]
+        known = _known_events(conn, names)
+        unseen.extend(
+            (f"{month}/{name}.json", log.folder / month / f"{name}.json")
+            for name in names
+            if name not in known
+        )
+    texts: list[tuple[str, str]] = []
+    problems: list[EventProblem] = []
+    for source, path in unseen:
+        try:
+            texts.append((source, path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or exc
+            problems.append(_problem(source, f"unreadable ({reason})"))
+    result = import_events(storage, texts)
+    with storage.transaction():
+        # A folder is marked read only when all of it was imported: a problem event is
+        # reported again at the next sync (fixed or still broken), never forgotten.
+        failed = {p.source.rsplit("/", 1)[0] for p in (*problems, *result.problems)}
+        conn.executemany(
+            "INSERT OR REPLACE INTO mem_event_folders (folder, stamp) VALUES (?, ?)",
+            [(month, stamps[month]) for month in to_read if month not in failed],
+        )
+    return _report(
+        result.imported,
+        result.already,
+        tuple(sorted((*problems, *result.problems))),
+        len(to_read),
+        result.purged,
+    )
+
+
+def _shared_log(storage: Storage) -> EventLog:
+    if storage.events is None:
+        raise BadInputError(
+            f"{storage.path} is not a shared store (no events folder beside it): "
+            "run 'nervamem init --shared' to share it"
+        )
+    return storage.events
+
+
+def _empty_cache(storage: Storage) -> None:
+    """Everything the events make, removed, to be made again from them alone; access
+    counts (local statistics, not events) are kept for the nodes that come back."""
+    conn = storage.connection
+    with storage.transaction():
+        counts = conn.execute(
+            "SELECT id, access_count, last_accessed FROM mem_nodes WHERE access_count > 0"
+        ).fetchall()
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS nervamem_counts (id, n, at)")
+        conn.execute("DELETE FROM temp.nervamem_counts")
+        conn.executemany("INSERT INTO temp.nervamem_counts VALUES (?, ?, ?)", counts)
+        # Row by row, the FTS delete trigger would cost a statement per node: empty the
+        # index at once instead, and put the trigger back as it was, in the same
+        # transaction.
+        trigger = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'mem_nodes_fts_delete'"
+        ).fetchone()
+        if trigger is not None:
+            conn.execute("DROP TRIGGER mem_nodes_fts_delete")
+        conn.execute("DELETE FROM mem_nodes")
+        conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('delete-all')")
+        if trigger is not None:
+            conn.execute(trigger[0])
+        # The journal stays: its events' files are the truth being rebuilt from.
+        for table in ("mem_events", "mem_event_folders", "mem_purged", "mem_data_origin"):
+            conn.execute(f"DELETE FROM {table}")
+
+
+def restore_access_counts(storage: Storage) -> None:
+    conn = storage.connection
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_temp_master WHERE name = 'nervamem_counts'"
+    ).fetchone()
+    if not exists:
+        return
+    with storage.transaction():
+        conn.execute(
+            "UPDATE mem_nodes SET access_count = c.n, last_accessed = c.at "
+            "FROM temp.nervamem_counts c WHERE c.id = mem_nodes.id"
+        )
+        conn.execute("DROP TABLE temp.nervamem_counts")
+
+
+# --------------------------------------------------------------------------- exporting
+
+
+def history_events(storage: Storage, namespace: str | None = None) -> list[dict[str, Any]]:
+    """The store's history as events, in time order, with its original IDs and times:
+    what ``export`` writes and what sharing an existing store commits. Each moment a
+    transaction wrote becomes one event; its ID is made from that moment and what it
+    holds, so the same history always gives the same events."""
+    conn = storage.connection
+    where, params = ("WHERE namespace = ?", [namespace]) if namespace is not None else ("", [])
+    moments: dict[str, list[dict[str, Any]]] = {}
+    node_rows = conn.execute(
+        "SELECT id, kind, content, namespace, valid_from, valid_until, recorded_at, "
+        f"confidence, data, tombstoned, tombstoned_at FROM mem_nodes {where} ORDER BY seq",
+        params,
+    ).fetchall()
+    in_scope = {row[0] for row in node_rows}
+    superseded = {
+        row[0] for row in conn.execute("SELECT dst FROM mem_edges WHERE kind = 'SUPERSEDES'")
+    }
+    for (
+        node_id,
+        kind,
+        content,
+        ns,
+        valid_from,
+        valid_until,
+        recorded_at,
+        confidence,
+        data_text,
+        tombstoned,
+        tombstoned_at,
+    ) in node_rows:
+        data = json.loads(data_text)
+        later = _later_data(data)
+        node: dict[str, Any] = {
+            "type": "node",
+            "id": node_id,
+            "kind": kind,
+            "content": content,
+            "namespace": ns,
+            "valid_from": valid_from,
+            "recorded_at": recorded_at,
+            "confidence": confidence,
+            "data": {k: v for k, v in data.items() if not any(k in keys for _, keys in later)},
+        }
+        if valid_until is not None and node_id not in superseded:
+            node["valid_until"] = valid_until
+        moments.setdefault(recorded_at, []).append(node)
+        for at, keys in later:
+            values = {k: data[k] for k in keys if k in data}
+            if values:
+                moments.setdefault(at, []).append({"type": "data", "id": node_id, "set": values})
+        if tombstoned:
+            # Forgotten before forget times were kept: as forgotten when it was recorded.
+            moments.setdefault(tombstoned_at or recorded_at, []).append(
+                {"type": "tombstone", "id": node_id}
+            )
+    alias_rows = conn.execute(
+        "SELECT a.namespace, a.alias, a.entity_id, n.recorded_at FROM mem_aliases a "
+        "JOIN mem_nodes n ON n.id = a.entity_id ORDER BY a.namespace, a.alias"
+    ).fetchall()
+    for ns, alias, entity_id, recorded_at in alias_rows:
+        if entity_id in in_scope:
+            moments.setdefault(recorded_at, []).append(
+                {"type": "alias", "namespace": ns, "alias": alias, "entity_id": entity_id}
+            )
+    for src, dst, kind, created_at, data_text in conn.execute(
+        "SELECT src, dst, kind, created_at, data FROM mem_edges ORDER BY src, kind, dst"
+    ):
+        if src in in_scope:
+            moments.setdefault(created_at, []).append(
+                {
+                    "type": "edge",
+                    "src": src,
+                    "dst": dst,
+                    "kind": kind,
+                    "created_at": created_at,
+                    "data": json.loads(data_text),
+                }
+            )
+    order = {"node": 0, "alias": 1, "edge": 2, "data": 3, "tombstone": 4}
+    events = []
+    for at in sorted(moments):
+        changes = sorted(moments[at], key=lambda c: order[c["type"]])
+        digest = hashlib.sha256(canonical_json(changes).encode("utf-8")).hexdigest()[:16]
+        ms = _epoch_ms(at)
+        events.append(
+            {"changes": changes, "format": FORMAT, "id": f"ev_{ms:013x}{digest}", "recorded_at": at}
+        )
+    return events
+
+
+# Keys of a node's data that a later write set, and the key holding that write's time.
+_LATER_KEYS = (
+    ("ended_at", ("ended_at", "summary")),
+    ("consolidated_at", ("duplicate_of", "consolidated_at", "consolidated_by")),
+)
+
+
+def _later_data(data: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
+    return [
+        (str(data[stamp]), keys)
+        for stamp, keys in _LATER_KEYS
+        if isinstance(data.get(stamp), str) and _is_time(data[stamp])
+    ]
+
+
+def _epoch_ms(at: str) -> int:
+    from .timeparse import to_datetime
+
+    return int(to_datetime(at).timestamp() * 1000)
+
+
+def export_lines(storage: Storage, namespace: str | None = None) -> Iterator[str]:
+    for event in history_events(storage, namespace):
+        yield canonical_json(event)
+
+
+def share(storage: Storage) -> int:
+    """Make an unshared store shared: its history becomes event files, with the original
+    IDs and times; returns how many. Idempotent: a shared store is left as it is."""
+    folder = events_folder_beside(storage.path)
+    if storage.events is not None:
+        return 0
+    events = history_events(storage)
+    from .storage.event_log import write_file_durably
+
+    created = not folder.exists()
+    try:
+        folder.mkdir(exist_ok=True)
+        with storage.transaction():
+            for event in events:
+                path = event_path(folder, event["id"], event["recorded_at"])
+                write_file_durably(path, canonical_json(event), sync=False)
+                storage.connection.execute(
+                    "INSERT OR IGNORE INTO mem_events (id, recorded_at) VALUES (?, ?)",
+                    (event["id"], event["recorded_at"]),
+                )
+            os.sync()  # one flush for every file written, before the store says so
+            for month in month_folders(folder):
+                storage.connection.execute(
+                    "INSERT OR REPLACE INTO mem_event_folders (folder, stamp) VALUES (?, ?)",
+                    (month, folder_stamp(folder / month)),
+                )
+    except OSError as exc:
+        if created:
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)
+        raise StoreError(f"cannot write events in {folder}: {exc.strerror or exc}") from None
+    storage.events = EventLog(folder)
+    return len(events)
+
+
+# --------------------------------------------------------------------------- comparing
+
+
+def canonical_state(storage: Storage) -> str:
+    """Everything a store shares, in one canonical text: equal on every clone that holds
+    the same events. Local matters (row order, access counts, state.yaml) are left out."""
+    conn = storage.connection
+    lines: list[str] = []
+    for row in conn.execute(
+        "SELECT id, kind, content, namespace, valid_from, valid_until, recorded_at, "
+        "confidence, tombstoned, tombstoned_at, data FROM mem_nodes ORDER BY id"
+    ):
+        lines.append(canonical_json(["node", *row[:10], json.loads(row[10])]))
+    for row in conn.execute(
+        "SELECT src, kind, dst, created_at, data FROM mem_edges ORDER BY src, kind, dst"
+    ):
+        lines.append(canonical_json(["edge", *row[:4], json.loads(row[4])]))
+    for row in conn.execute(
+        "SELECT namespace, lower(alias), entity_id FROM mem_aliases ORDER BY 1, 2"
+    ):
+        lines.append(canonical_json(["alias", *row]))
+    return "".join(lines)
+
+
+def check_writable_events(storage: Storage) -> None:
+    """Fail before anything changes when a shared store's folder cannot take files."""
+    if storage.events is not None and not os.access(storage.events.folder, os.W_OK):
+        raise StoreError(f"{storage.events.folder} is not writable; nothing was written")

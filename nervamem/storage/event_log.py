@@ -1,0 +1,393 @@
+"""The event log of a shared store: every committed write is also one immutable file.
+
+A store is *shared* when a folder named ``events`` sits beside its database file
+(``nervamem init --shared`` makes it; docs/team-memory.md). Its truth is then that
+folder, committed to git; the database is a cache that ``nervamem sync`` brings up to
+date with the events it has not seen.
+
+How a write becomes an event: while a shared store's connection writes, TEMP triggers
+(they exist in this connection only, never in the file) copy every row change that is
+shared (a node asserted, an edge or alias added, a node forgotten, a key of a node's
+data set) into a TEMP outbox table. Just before COMMIT the outbox becomes one event
+file, written to a temporary name, fsynced and renamed into place; then the
+transaction commits. If the COMMIT fails the file is removed, so a failed write leaves
+neither. A process killed between the rename and the COMMIT leaves an event that the
+database lacks: the next sync imports it, as the events are the truth. A rollback
+empties the outbox with the rest of the transaction.
+
+Purely local statistics (access counts), derived values (``valid_until``) and local
+bookkeeping (the consolidation queue, this module's own tables) are not events.
+
+The file format (version 1), canonical JSON, one per file,
+``events/YYYY/MM/<event id>.json``::
+
+    {"author": "ana@example.com", "changes": [...], "format": 1,
+     "id": "ev_<13 hex ms><16 hex random>", "recorded_at": "2026-12-03T10:00:00.000Z"}
+
+with sorted keys, no spaces, UTF-8, one trailing newline. Event IDs sort by time and
+are globally unique (the node ID scheme, ids.py), so two branches never write the same
+file name and git merges them without conflict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import datetime
+
+EVENTS_DIR = "events"
+FORMAT = 1
+EVENT_ID = re.compile(r"^ev_[0-9a-f]{29}$")
+EVENT_FILE = re.compile(r"^ev_[0-9a-f]{29}\.json$")
+MONTH_DIR = re.compile(r"^[0-9]{4}/[0-9]{2}$")
+CHANGE_TYPES = ("node", "edge", "alias", "tombstone", "data", "purge")
+
+# TEMP objects: only a connection that writes a shared store has them, and they never
+# reach the database file. json_object keeps SQL types (a REAL stays a number).
+_OUTBOX = "CREATE TEMP TABLE IF NOT EXISTS nervamem_outbox (n INTEGER PRIMARY KEY, change TEXT)"
+_TRIGGERS = (
+    """CREATE TEMP TRIGGER IF NOT EXISTS nervamem_event_node AFTER INSERT ON main.mem_nodes
+BEGIN INSERT INTO nervamem_outbox (change) VALUES (json_object(
+    'type', 'node', 'id', new.id, 'kind', new.kind, 'content', new.content,
+    'namespace', new.namespace, 'valid_from', new.valid_from, 'valid_until', new.valid_until,
+    'recorded_at', new.recorded_at, 'confidence', new.confidence, 'data', json(new.data)));
+END""",
+    """CREATE TEMP TRIGGER IF NOT EXISTS nervamem_event_edge AFTER INSERT ON main.mem_edges
+BEGIN INSERT INTO nervamem_outbox (change) VALUES (json_object(
+    'type', 'edge', 'src', new.src, 'dst', new.dst, 'kind', new.kind,
+    'created_at', new.created_at, 'data', json(new.data)));
+END""",
+    """CREATE TEMP TRIGGER IF NOT EXISTS nervamem_event_alias AFTER INSERT ON main.mem_aliases
+BEGIN INSERT INTO nervamem_outbox (change) VALUES (json_object(
+    'type', 'alias', 'namespace', new.namespace, 'alias', new.alias,
+    'entity_id', new.entity_id));
+END""",
+    """CREATE TEMP TRIGGER IF NOT EXISTS nervamem_event_tombstone
+AFTER UPDATE OF tombstoned ON main.mem_nodes WHEN new.tombstoned = 1 AND old.tombstoned = 0
+BEGIN INSERT INTO nervamem_outbox (change) VALUES (json_object('type', 'tombstone', 'id', new.id));
+END""",
+    """CREATE TEMP TRIGGER IF NOT EXISTS nervamem_event_data
+AFTER UPDATE OF data ON main.mem_nodes WHEN new.data IS NOT old.data
+BEGIN INSERT INTO nervamem_outbox (change) VALUES (json_object(
+    'type', 'data', 'id', new.id, 'old', json(old.data), 'new', json(new.data)));
+END""",
+)
+_TRIGGER_NAMES = (
+    "nervamem_event_node",
+    "nervamem_event_edge",
+    "nervamem_event_alias",
+    "nervamem_event_tombstone",
+    "nervamem_event_data",
+)
+
+
+ENV_AUTHOR = "NERVAMEM_AUTHOR"
+
+
+def event_author(folder: Path) -> str | None:
+    """Who an event is by: NERVAMEM_AUTHOR, else git's author e-mail (GIT_AUTHOR_EMAIL,
+    the repository's user.email, the user's); None when nothing says. Read from the
+    files, not by running git: a store must not pay a process for it. Kept so that
+    events can later be signed by their author (ROADMAP: trust in shared memory)."""
+    for variable in (ENV_AUTHOR, "GIT_AUTHOR_EMAIL", "EMAIL"):
+        value = os.environ.get(variable, "").strip()
+        if value:
+            return value[:200]
+    candidates = [parent / ".git" / "config" for parent in (folder, *folder.parents)]
+    home = Path(os.environ.get("HOME", "/nonexistent"))
+    config_home = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    for config in (
+        next((c for c in candidates if c.is_file()), None),
+        home / ".gitconfig",
+        config_home / "git" / "config",
+    ):
+        email = _user_email(config) if config is not None else None
+        if email:
+            return email[:200]
+    return None
+
+
+def _user_email(config: Path) -> str | None:
+    try:
+        text = config.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    section = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            section = line.strip("[] ").lower()
+        elif section == "user" and "=" in line:
+            key, value = line.split("=", 1)
+            if key.strip().lower() == "email" and value.strip():
+                return value.strip().strip('"')
+    return None
+
+
+def events_folder_beside(db_path: Path) -> Path:
+    return db_path.parent / EVENTS_DIR
+
+
+def canonical_json(value: Any) -> str:
+    """The one encoding of an event: sorted keys, no spaces, UTF-8 text, a newline."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+def new_event_id(epoch_ms: int, random_value: int) -> str:
+    return f"ev_{epoch_ms:013x}{random_value & (2**64 - 1):016x}"
+
+
+def event_path(folder: Path, event_id: str, recorded_at: str) -> Path:
+    """``events/YYYY/MM/<id>.json``: a month's folder, so no folder grows without bound."""
+    return folder / recorded_at[:4] / recorded_at[5:7] / f"{event_id}.json"
+
+
+def write_file_durably(path: Path, text: str, *, sync: bool = True) -> None:
+    """Temporary name, fsync, rename, fsync of the folder: the file is whole or absent.
+    ``sync=False`` leaves out the two fsyncs (whole or absent still holds after a crash
+    of the process, not after a power loss): for event files, whose durability is the
+    database's (EventLog.write_event)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    try:
+        with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    if not sync:
+        return
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def folder_stamp(folder: Path) -> str:
+    """What changes when a file is added to or removed from a month's folder."""
+    info = folder.stat()
+    return f"{info.st_mtime_ns}:{info.st_ino}"
+
+
+def data_changes(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The keys of a node's data that a write set (removals are not written by nervamem)."""
+    return {key: value for key, value in new.items() if old.get(key, object()) != value}
+
+
+class EventLog:
+    """The event folder of one shared store, and the capture of its connection's writes."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.capturing = False
+        # An import applies events that already exist: it must not write them again.
+        self.suppressed = False
+        # Event files that hold purged content: removed once the purge commits.
+        self.to_remove: list[Path] = []
+        self._author: str | None | bool = False  # False: not looked up yet
+
+    def begin(self, conn: sqlite3.Connection) -> None:
+        """At the start of every write transaction of a shared store."""
+        if self.suppressed:
+            if self.capturing:
+                for name in _TRIGGER_NAMES:
+                    conn.execute(f"DROP TRIGGER IF EXISTS temp.{name}")
+                self.capturing = False
+            return
+        if not self.capturing:
+            conn.execute(_OUTBOX)
+            for statement in _TRIGGERS:
+                conn.execute(statement)
+            self.capturing = True
+        conn.execute("DELETE FROM temp.nervamem_outbox")
+        self.to_remove = []
+
+    def record_purge(self, conn: sqlite3.Connection, purged: tuple[str, ...]) -> None:
+        """Inside a purge's transaction: the purge changes go into this transaction's
+        event, and every event file that names a purged node is to be removed. What else
+        those files held (another memory stored by the same command, its entities and
+        edges) is stated again in the purge's event, so nothing else is lost; a change is
+        applied once by its IDs, so stating it twice changes nothing.
+
+        Finding the files reads every event file (a purge is rare; ~1 s per 100k files)."""
+        gone = set(purged)
+        keep: list[dict[str, Any]] = []
+        for path in sorted(self.folder.glob("[0-9][0-9][0-9][0-9]/[0-9][0-9]/ev_*.json")):
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if not any(node_id in text for node_id in gone):
+                continue
+            try:
+                changes = json.loads(text)["changes"]
+            except (ValueError, KeyError, TypeError):
+                changes = []
+            keep.extend(
+                change
+                for change in changes
+                if isinstance(change, dict) and not gone.intersection(named_ids(change))
+            )
+            self.to_remove.append(path)
+        rows = [canonical_json(change) for change in keep]
+        rows += [canonical_json({"type": "purge", "id": node_id}) for node_id in purged]
+        conn.executemany(
+            "INSERT INTO temp.nervamem_outbox (change) VALUES (?)", [(row,) for row in rows]
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO mem_purged (node_id) VALUES (?)", [(i,) for i in purged]
+        )
+        # The journal's copies of those events hold the content too.
+        conn.executemany(
+            "DELETE FROM mem_event_journal WHERE instr(body, ?) > 0", [(i,) for i in purged]
+        )
+
+    def after_commit(self) -> None:
+        removed, self.to_remove = self.to_remove, []
+        for path in removed:
+            path.unlink(missing_ok=True)
+
+    def after_rollback(self) -> None:
+        self.to_remove = []
+
+    def write_pending(
+        self, conn: sqlite3.Connection, moment: datetime, random: Callable[[], int]
+    ) -> Path | None:
+        """Just before COMMIT: the transaction's changes as one event file (or none),
+        recorded at ``moment``, the transaction's one reading of the clock."""
+        if not self.capturing:
+            return None
+        raw = [row[0] for row in conn.execute("SELECT change FROM temp.nervamem_outbox ORDER BY n")]
+        if not raw:
+            return None
+        conn.execute("DELETE FROM temp.nervamem_outbox")
+        from ..timeparse import format_time
+
+        recorded_at = format_time(moment)
+        event_id = new_event_id(int(moment.timestamp() * 1000), random())
+        changes = [
+            change for change in (_normal(json.loads(text)) for text in raw) if change is not None
+        ]
+        if not changes:
+            return None
+        for change in changes:
+            if change["type"] == "data":
+                conn.executemany(
+                    "INSERT OR REPLACE INTO mem_data_origin (node_id, key, event_id) "
+                    "VALUES (?, ?, ?)",
+                    [(change["id"], key, event_id) for key in change["set"]],
+                )
+        return self.write_event(conn, event_id, recorded_at, changes)
+
+    def write_event(
+        self,
+        conn: sqlite3.Connection,
+        event_id: str,
+        recorded_at: str,
+        changes: list[dict[str, Any]],
+    ) -> Path:
+        """Write one event file and record, in the open transaction, that the store holds
+        it. The caller removes the file if its transaction does not commit.
+
+        Durability: two fsyncs of a new file and its folder cost ~4 ms on a common disk,
+        twice what the whole write costs otherwise. So the event also goes into the
+        journal table, in the transaction, which COMMIT makes durable with its one fsync
+        of the WAL, and the file is written without fsync. A power loss that takes the
+        file (not yet flushed by the system) but not the COMMIT is mended by the next
+        sync, which writes the journal's missing files again (:meth:`restore_files`).
+        The journal keeps a day of events."""
+        event: dict[str, Any] = {
+            "changes": changes,
+            "format": FORMAT,
+            "id": event_id,
+            "recorded_at": recorded_at,
+        }
+        if self._author is False:
+            self._author = event_author(self.folder.parent)
+        if isinstance(self._author, str):
+            event["author"] = self._author
+        text = canonical_json(event)
+        path = event_path(self.folder, event_id, recorded_at)
+        month = path.parent
+        before = folder_stamp(month) if month.is_dir() else None
+        seen = conn.execute(
+            "SELECT stamp FROM mem_event_folders WHERE folder = ?", (_month_key(month),)
+        ).fetchone()
+        write_file_durably(path, text, sync=False)
+        conn.execute(
+            "INSERT OR IGNORE INTO mem_events (id, recorded_at) VALUES (?, ?)",
+            (event_id, recorded_at),
+        )
+        conn.execute(
+            "INSERT OR REPLACE INTO mem_event_journal (id, body) VALUES (?, ?)", (event_id, text)
+        )
+        conn.execute(
+            "DELETE FROM mem_event_journal WHERE id < ?", (_id_before(event_id, JOURNAL_MS),)
+        )
+        if seen is not None and seen[0] == before:
+            # Nothing else changed in the folder since the last sync read it: it still
+            # holds nothing unseen, so the next sync need not read it again.
+            conn.execute(
+                "UPDATE mem_event_folders SET stamp = ? WHERE folder = ?",
+                (folder_stamp(month), _month_key(month)),
+            )
+        return path
+
+    def restore_files(self, conn: sqlite3.Connection) -> int:
+        """Write again, durably, the journal's events whose file is missing (a power
+        loss took it after its COMMIT); returns how many."""
+        restored = 0
+        for event_id, body in conn.execute("SELECT id, body FROM mem_event_journal ORDER BY id"):
+            try:
+                recorded_at = json.loads(body)["recorded_at"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            path = event_path(self.folder, event_id, recorded_at)
+            if not path.exists():
+                write_file_durably(path, body)
+                restored += 1
+        return restored
+
+
+JOURNAL_MS = 24 * 3600 * 1000
+
+
+def _id_before(event_id: str, milliseconds: int) -> str:
+    """The smallest event ID of ``milliseconds`` before ``event_id``'s time."""
+    moment = int(event_id[3:16], 16) - milliseconds
+    return f"ev_{max(moment, 0):013x}"
+
+
+def _month_key(month: Path) -> str:
+    return f"{month.parent.name}/{month.name}"
+
+
+def named_ids(change: dict[str, Any]) -> set[str]:
+    """The node IDs a change is about (its own, an edge's ends, an alias's entity)."""
+    return {str(change[key]) for key in ("id", "src", "dst", "entity_id") if key in change}
+
+
+def _normal(change: dict[str, Any]) -> dict[str, Any] | None:
+    kind = change["type"]
+    if kind == "data" and "set" in change:
+        return change  # stated again by a purge: already in the file format
+    if kind == "node" and change.get("valid_until") is None:
+        change.pop("valid_until", None)
+    if kind == "data":
+        changed = data_changes(change.pop("old") or {}, change.pop("new") or {})
+        if not changed:
+            return None
+        change["set"] = changed
+    return change
