@@ -167,6 +167,9 @@ TOOLS: tuple[Tool, ...] = (
                 "maximum": 1,
             },
             "valid_from": _string(f"When it became true (default: now). {TIME}"),
+            "valid_until": _string(
+                f"When it stops being true, if that is known now (a freeze until Friday). {TIME}"
+            ),
             "supersedes": _string(
                 "ID of the memory this one replaces (it stops being current from 'valid_from')."
             ),
@@ -194,6 +197,10 @@ TOOLS: tuple[Tool, ...] = (
             "query": _string("What to remember: words, names, a question."),
             "budget_tokens": _integer("Hard limit on the tokens of the answer.", 500, 1, 1_000_000),
             "as_of": _string(f"Show what was true at this moment instead of now. {TIME}"),
+            "known_at": _string(
+                "Answer from what had been recorded by this moment: memories, supersessions "
+                f"and forgetting recorded later are ignored (what was known then). {TIME}"
+            ),
             "kinds": _strings("Only memories of these kinds.", enum=list(NODE_KINDS)),
             "hops": _integer(
                 "How far to follow the graph from the memories found (0: not at all).", 2, 0, 5
@@ -202,6 +209,14 @@ TOOLS: tuple[Tool, ...] = (
                 "How tokens are counted: 'char' (4 characters a token) or 'tiktoken'.",
                 enum=["char", "tiktoken"],
             ),
+            "min_score": {
+                "type": "number",
+                "description": "Leave out memories scoring below this share of the best one, "
+                "even when the budget has room (0: fill the budget).",
+                "default": 0.0,
+                "minimum": 0,
+                "maximum": 1,
+            },
             "namespace": NAMESPACE,
         },
         ("query",),
@@ -216,6 +231,9 @@ TOOLS: tuple[Tool, ...] = (
         {
             "query": _string("What to trace."),
             "limit": _integer("At most this many versions (the newest).", 100, 1, 100_000),
+            "known_at": _string(
+                f"Only what had been recorded by this moment, as it stood then. {TIME}"
+            ),
             "namespace": NAMESPACE,
         },
         ("query",),
@@ -463,6 +481,7 @@ class MemoryServer:
             entities=args.get("entities", ()),
             confidence=float(args.get("confidence", 1.0)),  # as the CLI parses it: 7 -> 7.0
             valid_from=args.get("valid_from"),
+            valid_until=args.get("valid_until"),
             supersedes=args.get("supersedes"),
             contradicts=args.get("contradicts", ()),
             caused_by=args.get("caused_by", ()),
@@ -487,11 +506,16 @@ class MemoryServer:
             kinds=args.get("kinds") or None,
             hops=args.get("hops", 2),
             tokenizer=args.get("tokenizer") or self.tokenizer,
+            min_score=float(args.get("min_score", 0.0)),
+            known_at=args.get("known_at"),
         )
         return _rendered("recall", result)
 
     def _timeline(self, memory: MemoryStore, args: dict[str, Any]) -> Answer:
-        return _rendered("timeline", memory.timeline(args["query"], limit=args.get("limit", 100)))
+        items = memory.timeline(
+            args["query"], limit=args.get("limit", 100), known_at=args.get("known_at")
+        )
+        return _rendered("timeline", items)
 
     def _forget(self, memory: MemoryStore, args: dict[str, Any]) -> Answer:
         target = memory.resolve_id(args["memory_id"])

@@ -180,6 +180,16 @@ def test_each_read_tool_answers_what_the_cli_prints(wire: Wire, run_cli: Any) ->
             {"query": "auth", "as_of": "2026-03-01"},
             ["recall", "auth", "--as-of", "2026-03-01"],
         ),
+        (
+            "memory_recall",
+            {"query": "auth", "known_at": "2000-01-01", "min_score": 0.5},
+            ["recall", "auth", "--known-at", "2000-01-01", "--min-score", "0.5"],
+        ),
+        (
+            "memory_timeline",
+            {"query": "auth", "known_at": "2099-01-01"},
+            ["timeline", "auth", "--known-at", "2099-01-01"],
+        ),
         ("memory_consolidate", {"dry_run": True}, ["consolidate", "--dry-run"]),
         ("memory_verify_staleness", {}, ["verify-staleness"]),
         ("memory_to_code", {"memory_id": new}, ["code-to", new]),
