@@ -118,3 +118,31 @@ def test_aliases_two_branches_created_for_one_name_converge(tmp_path: Path) -> N
     assert len({clone.memory.canonical_state() for clone in (alice, bob, carol)}) == 1
     for clone in (alice, bob, carol):
         clone.memory.close()
+
+
+def test_purging_the_entity_that_owns_a_name_hands_it_to_the_other_claimant(
+    tmp_path: Path,
+) -> None:
+    origin = make_origin(tmp_path)
+    clock = Clock()
+    alice = Clone(tmp_path, "alice", origin, clock, seed=1)
+    bob = Clone(tmp_path, "bob", origin, clock, seed=2)
+    bob.memory.store("fact", "the auth service signs tokens", entities=["Auth Service"])
+    alice.memory.store("decision", "the auth service moves", entities=["Auth Service"])
+    bob.commit()
+    alice.merge(str(bob.folder), "HEAD")  # alice's entity, the newer, owns the name
+    owner = _aliases(alice)["auth service"]
+    assert owner != _aliases(bob)["auth service"]
+    alice.memory.forget(owner, purge=True)
+    bobs = _aliases(bob)["auth service"]
+    assert _aliases(alice)["auth service"] == bobs  # bob's entity claims it next
+    alice.push()
+    bob.push()
+    alice.pull()
+    assert _aliases(alice) == _aliases(bob)
+    state = alice.memory.canonical_state()
+    assert bob.memory.canonical_state() == state
+    for clone in (alice, bob):
+        clone.memory.sync(rebuild=True)
+        assert clone.memory.canonical_state() == state
+        clone.memory.close()
