@@ -193,30 +193,37 @@ class _Missing(Exception):
     """An edge or alias names a node this store does not hold (yet)."""
 
 
-def apply_event(storage: Storage, event: dict[str, Any], purged_ids: set[str]) -> tuple[str, ...]:
-    """Apply one checked event inside the caller's transaction; returns what it purged
+def apply_event(
+    storage: Storage, event: dict[str, Any], purged_ids: set[str], present: set[str]
+) -> tuple[str, ...]:
+    """Apply one checked event inside the caller's transaction, which records that the
+    store holds it (import_events, in one statement for all); returns what it purged
     (and adds it to ``purged_ids``, the nodes purged for good). Raises _Missing, having
-    applied nothing, when it refers to a node not present."""
+    applied nothing, when it refers to a node not present. ``present``: nodes known to
+    be in the store (the import's memo, so that a node is looked up once, not once per
+    edge that names it); the event's own nodes join it once it is applied."""
     conn = storage.connection
     conn.execute("SAVEPOINT nervamem_event")
     before = set(purged_ids)
+    own: set[str] = set()
     try:
-        purged = _apply_changes(storage, event, purged_ids)
-        conn.execute(
-            "INSERT OR IGNORE INTO mem_events (id, recorded_at) VALUES (?, ?)",
-            (event["id"], event["recorded_at"]),
-        )
+        purged = _apply_changes(storage, event, purged_ids, present, own)
     except BaseException:
         conn.execute("ROLLBACK TO nervamem_event")
         conn.execute("RELEASE nervamem_event")
         purged_ids.intersection_update(before)
         raise
     conn.execute("RELEASE nervamem_event")
+    present.update(own)
     return purged
 
 
 def _apply_changes(
-    storage: Storage, event: dict[str, Any], purged_ids: set[str]
+    storage: Storage,
+    event: dict[str, Any],
+    purged_ids: set[str],
+    present: set[str],
+    own: set[str],
 ) -> tuple[str, ...]:
     conn = storage.connection
     event_id: str = event["id"]
@@ -247,13 +254,16 @@ def _apply_changes(
                     change.get("valid_until"),
                     change["recorded_at"],
                     float(change["confidence"]),
-                    json.dumps(change["data"], ensure_ascii=False, sort_keys=True),
+                    _data_text(change["data"]),
                 ),
             )
-            reopen.add(change["id"])  # a successor may have arrived before it
+            # No successor can have arrived before it: an edge waits for both its
+            # nodes (_require), so its valid_until is derived when that edge comes.
+            own.add(change["id"])
             continue
-        _require(conn, *named)
+        _require(conn, named, present, own)
         if kind == "edge":
+            edge_data = change.get("data", {})
             conn.execute(
                 "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at, data) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -262,7 +272,7 @@ def _apply_changes(
                     change["dst"],
                     change["kind"],
                     change["created_at"],
-                    json.dumps(change.get("data", {}), sort_keys=True),
+                    json.dumps(edge_data, sort_keys=True) if edge_data else "{}",
                 ),
             )
             if change["kind"] == "SUPERSEDES":
@@ -288,10 +298,19 @@ def _apply_changes(
     return tuple(purged)
 
 
-def _require(conn: sqlite3.Connection, *node_ids: str) -> None:
+def _require(
+    conn: sqlite3.Connection, node_ids: Iterable[str], present: set[str], own: set[str]
+) -> None:
     for node_id in node_ids:
+        if node_id in present or node_id in own:
+            continue
         if conn.execute("SELECT 1 FROM mem_nodes WHERE id = ?", (node_id,)).fetchone() is None:
             raise _Missing(node_id)
+        present.add(node_id)  # held before this event: a rollback of it keeps it
+
+
+def _data_text(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, sort_keys=True) if data else "{}"
 
 
 def _apply_data(
@@ -376,6 +395,8 @@ def import_events(
             conn = storage.connection
             known = _known_events(conn, [e["id"] for _, e in parsed])
             purged_ids = {row[0] for row in conn.execute("SELECT node_id FROM mem_purged")}
+            present: set[str] = set()
+            applied: list[tuple[str, str]] = []
             waiting = []
             for source, event in parsed:
                 if event["id"] in known:
@@ -387,7 +408,7 @@ def import_events(
                 retry = []
                 for source, event in waiting:
                     try:
-                        purged.extend(apply_event(storage, event, purged_ids))
+                        purged.extend(apply_event(storage, event, purged_ids, present))
                     except _Missing as missing:
                         retry.append((source, event, str(missing)))
                         continue
@@ -395,6 +416,7 @@ def import_events(
                         problems.append(_problem(source, f"rejected by the store: {exc}"))
                         continue
                     imported += 1
+                    applied.append((event["id"], event["recorded_at"]))
                     if write_files and log is not None:
                         path = event_path(log.folder, event["id"], event["recorded_at"])
                         if not path.exists():
@@ -409,6 +431,9 @@ def import_events(
                     )
                     break
                 waiting = [(source, event) for source, event, _ in retry]
+            conn.executemany(
+                "INSERT OR IGNORE INTO mem_events (id, recorded_at) VALUES (?, ?)", applied
+            )
             if purged:
                 search_index.rebuild(storage.connection)
     except BaseException:
