@@ -22,7 +22,6 @@ sync, when its node has arrived, imports it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -384,6 +383,10 @@ def import_events(
         except EventError as exc:
             problems.append(_problem(source, str(exc)))
     parsed.sort(key=lambda item: item[1]["id"])
+    if len(parsed) > 1000:
+        from .writing import widen_cache
+
+        widen_cache(storage.connection)  # as store_many does: a large import
     imported = already = 0
     purged: list[str] = []
     log = storage.events
@@ -583,6 +586,8 @@ def history_events(storage: Storage, namespace: str | None = None) -> list[dict[
     what ``export`` writes and what sharing an existing store commits. Each moment a
     transaction wrote becomes one event; its ID is made from that moment and what it
     holds, so the same history always gives the same events."""
+    from hashlib import sha256  # here: importing hashlib costs ~4 ms, and sync never needs it
+
     conn = storage.connection
     where, params = ("WHERE namespace = ?", [namespace]) if namespace is not None else ("", [])
     moments: dict[str, list[dict[str, Any]]] = {}
@@ -660,7 +665,7 @@ def history_events(storage: Storage, namespace: str | None = None) -> list[dict[
     events = []
     for at in sorted(moments):
         changes = sorted(moments[at], key=lambda c: order[c["type"]])
-        digest = hashlib.sha256(canonical_json(changes).encode("utf-8")).hexdigest()[:16]
+        digest = sha256(canonical_json(changes).encode("utf-8")).hexdigest()[:16]
         ms = _epoch_ms(at)
         events.append(
             {"changes": changes, "format": FORMAT, "id": f"ev_{ms:013x}{digest}", "recorded_at": at}
