@@ -19,8 +19,9 @@ Measures, with the running Python and PYTHONPATH set to this working tree:
    team that stores one memory at a time makes them;
 4. the events folder's size (bytes of JSON and disk blocks) and file count per 10k
    memories, and, in a git repository of those files, ``git add`` of all of them,
-   ``git commit``, ``git status`` (clean, and with one new event) and ``git add`` of
-   one new event.
+   ``git commit``, ``git status`` (clean, and with one new event), ``git add`` of
+   one new event, and ``git gc`` with the size of its pack (what a clone receives);
+   git's automatic gc is off while timing, so that it does not run in the background.
 
 Results go to stdout and to the section of bench/results.md between
 ``<!-- team:begin -->`` / ``<!-- team:end -->`` (--no-write leaves it alone).
@@ -55,7 +56,7 @@ from nervamem.timeparse import format_time  # noqa: E402
 BEGIN, END = "<!-- team:begin -->", "<!-- team:end -->"
 WORK = OUT / "team"
 TARGETS = {"store_extra_ms": 2.0, "sync_ratio": 1.2, "import_per_s": 5000.0, "rebuild_s": 60.0}
-GIT = ("git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid")
+GIT = ("git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "-c", "gc.auto=0")
 
 
 def child_env() -> dict[str, str]:
@@ -304,11 +305,13 @@ def git_costs(store: Path, log: Any) -> dict[str, float]:
         _timed(store, "status", "--porcelain") for _ in range(5)
     )
     costs["add_one_s"] = _timed(store, "add", "-A")
+    _timed(store, "commit", "-q", "-m", "one more event")
+    costs["gc_s"] = _timed(store, "gc", "-q")
     pack = subprocess.run(
         ["git", "count-objects", "-v"], cwd=store, capture_output=True, text=True, check=True
     ).stdout
-    costs["objects_kib"] = float(
-        next(line.split()[1] for line in pack.splitlines() if line.startswith("size:"))
+    costs["pack_kib"] = float(
+        next(line.split()[1] for line in pack.splitlines() if line.startswith("size-pack:"))
     )
     for name, value in costs.items():
         log(f"[git] {name}: {value:.2f}")
@@ -388,8 +391,8 @@ def render(data: dict[str, Any]) -> str:
             f"| files | {b['files'] * per:,.0f} |",
             f"| bytes of JSON | {b['bytes'] * per / 1e6:.1f} MB |",
             f"| disk blocks | {b['disk_bytes'] * per / 1e6:.1f} MB |",
-            f"| git objects, loose (after `git add` and `commit`) | "
-            f"{g['objects_kib'] * per / 1024:.1f} MiB |",
+            f"| in git's pack (after `git gc`, what a clone receives) | "
+            f"{g['pack_kib'] * per / 1024:.1f} MiB |",
             "",
             f"| git with {b['files']:,} event files | time |",
             "|---|---:|",
@@ -398,6 +401,7 @@ def render(data: dict[str, Any]) -> str:
             f"| `git status` (clean, median of 5) | {g['status_clean_s'] * 1000:.0f} ms |",
             f"| `git status` (one new event) | {g['status_new_s'] * 1000:.0f} ms |",
             f"| `git add -A` (one new event) | {g['add_one_s'] * 1000:.0f} ms |",
+            f"| `git gc` | {g['gc_s']:.1f} s |",
             "",
         ]
     lines.append(END)
@@ -446,7 +450,8 @@ def main(argv: list[str] | None = None) -> int:
             if part in previous:
                 data[part] = previous[part]
             continue
-        began, load = data["started"], load_average()
+        began = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        load = load_average()
         data[part] = run()
         data[part]["measured"] = f"{began}, with `{data['command']}`, load {load} -> " + (
             load_average()
