@@ -4,9 +4,9 @@
 Each example makes a bare repository and 2-3 clones, each with ``nervamem init --shared``
 (through the CLI), then runs random operations: store facts and decisions naming shared
 entities (the same names on several clones make rival entities and aliases), supersede a
-current node (the same node on two clones makes a conflict), resolve a conflict, forget,
-purge, sessions, commit, pull, push, merge another clone's branch directly, sync. At the
-end every clone merges everything, and:
+current node, make rivals (two clones that share a node each supersede it: a conflict),
+resolve a conflict, forget, purge, sessions, commit, pull, push, merge another clone's
+branch directly, sync. At the end every clone merges everything, and:
 
 (a) every clone has byte-identical ``canonical_state()``;
 (b) no ``git merge`` ever stopped on a conflict (nothing but events is committed);
@@ -19,7 +19,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from hypothesis import Phase, given, settings
+from hypothesis import Phase, event, given, settings
 from hypothesis import strategies as st
 
 from nervamem.errors import NervamemError
@@ -42,6 +42,9 @@ OPERATIONS = (
     "push",
     "push",
     "merge_peer",
+    "rivals",
+    "rivals",
+    "rivals",
     "sync",
 )
 
@@ -89,6 +92,19 @@ def run(clone: Clone, clones: list[Clone], op: str, pick: int, peer: int, acked:
         if other is not clone:
             other.commit()
             clone.merge(str(other.folder), "HEAD")
+    elif op == "rivals":
+        # Two clones that share a node each supersede it before they merge again.
+        other = clones[peer % len(clones)]
+        if other is not clone:
+            if not other.current():
+                acked.add(other.memory.store("decision", f"to be disputed {pick}"))
+            other.commit()
+            clone.merge(str(other.folder), "HEAD")
+            both = sorted(set(clone.current()) & set(other.current()))
+            if both:  # none when this clone had superseded all of the other's
+                old = both[pick % len(both)]
+                acked.add(memory.store("decision", f"mine over {old[-6:]}", supersedes=old))
+                acked.add(other.memory.store("decision", f"not {old[-6:]}", supersedes=old))
     elif op == "sync":
         memory.sync()
 
@@ -98,7 +114,7 @@ def run(clone: Clone, clones: list[Clone], op: str, pick: int, peer: int, acked:
 @settings(max_examples=12, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(
     clone_count=st.integers(2, 3),
-    operations=st.lists(operation, min_size=4, max_size=30),
+    operations=st.lists(operation, min_size=6, max_size=30),
     seed=st.integers(0, 2**32),
 )
 def test_clones_merged_through_git_reach_one_state(
@@ -120,6 +136,8 @@ def test_clones_merged_through_git_reach_one_state(
                     # Refused by the rules (e.g. the node was superseded by a merge):
                     # nothing was acknowledged; the store must say so in one message.
                     assert str(exc)
+                if clone.conflicts():
+                    event("a conflict stood in a clone")  # --hypothesis-show-statistics
             purged.update(*(clone.purged() for clone in clones))
             # Everyone merges everything: push in turn, then pull what came after.
             for clone in clones:
@@ -129,6 +147,7 @@ def test_clones_merged_through_git_reach_one_state(
             trees = {git(c.folder, "rev-parse", "HEAD^{tree}").stdout for c in clones}
             assert len(trees) == 1
             states = [clone.memory.canonical_state() for clone in clones]
+            event(f"conflicts after the merge: {len(clones[0].conflicts())}")
             # (a) one state, byte for byte
             assert all(state == states[0] for state in states), _first_difference(states)
             # (c) nothing acknowledged is lost, except what a purge removed
