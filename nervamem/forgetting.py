@@ -99,10 +99,40 @@ def delete_purged(storage: Storage, node_id: str, *, relink: bool) -> tuple[str,
         )
     forget_active_session(storage, node_id)
     removed = entities_only_named_by(storage, node_id)
-    conn.executemany("DELETE FROM mem_nodes WHERE id = ?", [(i,) for i in (node_id, *removed)])
+    gone = (node_id, *removed)
+    marks = ",".join("?" * len(gone))
+    owned = conn.execute(
+        f"SELECT namespace, alias FROM mem_aliases WHERE entity_id IN ({marks})", gone
+    ).fetchall()
+    conn.executemany("DELETE FROM mem_nodes WHERE id = ?", [(i,) for i in gone])
+    hand_over_aliases(storage, owned)
     for old in superseded:
         writing.recompute_valid_until(storage, old)
     return removed
+
+
+def hand_over_aliases(storage: Storage, owned: list[tuple[str, str]]) -> None:
+    """The aliases a purged entity owned go to the entity that claims them next: of
+    the entities left whose names give that alias, the one with the largest ID (the
+    rule of a shared store's import, sharing.py). Without this, a clone that purged
+    the owner kept no alias for the name while a clone that never held the owner kept
+    the other entity's: two clones with the same events in different states."""
+    from .entities import alias_forms
+
+    conn = storage.connection
+    for namespace, alias in owned:
+        for entity_id, name in conn.execute(
+            "SELECT id, content FROM mem_nodes WHERE kind = 'entity' AND namespace = ? "
+            "ORDER BY id DESC",
+            (namespace,),
+        ).fetchall():
+            if alias.lower() in (form.lower() for form in alias_forms(name)):
+                conn.execute(
+                    "INSERT INTO mem_aliases (namespace, alias, entity_id) VALUES (?, ?, ?) "
+                    "ON CONFLICT (namespace, alias) DO NOTHING",
+                    (namespace, alias, entity_id),
+                )
+                break
 
 
 def entities_only_named_by(storage: Storage, node_id: str) -> tuple[str, ...]:

@@ -22,7 +22,6 @@ sync, when its node has arrived, imports it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -194,30 +193,37 @@ class _Missing(Exception):
     """An edge or alias names a node this store does not hold (yet)."""
 
 
-def apply_event(storage: Storage, event: dict[str, Any], purged_ids: set[str]) -> tuple[str, ...]:
-    """Apply one checked event inside the caller's transaction; returns what it purged
+def apply_event(
+    storage: Storage, event: dict[str, Any], purged_ids: set[str], present: set[str]
+) -> tuple[str, ...]:
+    """Apply one checked event inside the caller's transaction, which records that the
+    store holds it (import_events, in one statement for all); returns what it purged
     (and adds it to ``purged_ids``, the nodes purged for good). Raises _Missing, having
-    applied nothing, when it refers to a node not present."""
+    applied nothing, when it refers to a node not present. ``present``: nodes known to
+    be in the store (the import's memo, so that a node is looked up once, not once per
+    edge that names it); the event's own nodes join it once it is applied."""
     conn = storage.connection
     conn.execute("SAVEPOINT nervamem_event")
     before = set(purged_ids)
+    own: set[str] = set()
     try:
-        purged = _apply_changes(storage, event, purged_ids)
-        conn.execute(
-            "INSERT OR IGNORE INTO mem_events (id, recorded_at) VALUES (?, ?)",
-            (event["id"], event["recorded_at"]),
-        )
+        purged = _apply_changes(storage, event, purged_ids, present, own)
     except BaseException:
         conn.execute("ROLLBACK TO nervamem_event")
         conn.execute("RELEASE nervamem_event")
         purged_ids.intersection_update(before)
         raise
     conn.execute("RELEASE nervamem_event")
+    present.update(own)
     return purged
 
 
 def _apply_changes(
-    storage: Storage, event: dict[str, Any], purged_ids: set[str]
+    storage: Storage,
+    event: dict[str, Any],
+    purged_ids: set[str],
+    present: set[str],
+    own: set[str],
 ) -> tuple[str, ...]:
     conn = storage.connection
     event_id: str = event["id"]
@@ -248,13 +254,19 @@ def _apply_changes(
                     change.get("valid_until"),
                     change["recorded_at"],
                     float(change["confidence"]),
-                    json.dumps(change["data"], ensure_ascii=False, sort_keys=True),
+                    _data_text(change["data"]),
                 ),
             )
-            reopen.add(change["id"])  # a successor may have arrived before it
+            # No successor can have arrived before it: an edge waits for both its
+            # nodes (_require), so its valid_until is derived when that edge comes;
+            # only an end stated when it was stored (store --valid-until) counts now.
+            own.add(change["id"])
+            if writing.STATED_END in change["data"]:
+                reopen.add(change["id"])
             continue
-        _require(conn, *named)
+        _require(conn, named, present, own)
         if kind == "edge":
+            edge_data = change.get("data", {})
             conn.execute(
                 "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at, data) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -263,7 +275,7 @@ def _apply_changes(
                     change["dst"],
                     change["kind"],
                     change["created_at"],
-                    json.dumps(change.get("data", {}), sort_keys=True),
+                    json.dumps(edge_data, sort_keys=True) if edge_data else "{}",
                 ),
             )
             if change["kind"] == "SUPERSEDES":
@@ -289,10 +301,19 @@ def _apply_changes(
     return tuple(purged)
 
 
-def _require(conn: sqlite3.Connection, *node_ids: str) -> None:
+def _require(
+    conn: sqlite3.Connection, node_ids: Iterable[str], present: set[str], own: set[str]
+) -> None:
     for node_id in node_ids:
+        if node_id in present or node_id in own:
+            continue
         if conn.execute("SELECT 1 FROM mem_nodes WHERE id = ?", (node_id,)).fetchone() is None:
             raise _Missing(node_id)
+        present.add(node_id)  # held before this event: a rollback of it keeps it
+
+
+def _data_text(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, sort_keys=True) if data else "{}"
 
 
 def _apply_data(
@@ -354,6 +375,10 @@ def import_events(
         except EventError as exc:
             problems.append(_problem(source, str(exc)))
     parsed.sort(key=lambda item: item[1]["id"])
+    if len(parsed) > 1000:
+        from .writing import widen_cache
+
+        widen_cache(storage.connection)  # as store_many does: a large import
     imported = already = 0
     purged: list[str] = []
     log = storage.events
@@ -365,6 +390,8 @@ def import_events(
             conn = storage.connection
             known = _known_events(conn, [e["id"] for _, e in parsed])
             purged_ids = {row[0] for row in conn.execute("SELECT node_id FROM mem_purged")}
+            present: set[str] = set()
+            applied: list[tuple[str, str]] = []
             waiting = []
             for source, event in parsed:
                 if event["id"] in known:
@@ -376,7 +403,7 @@ def import_events(
                 retry = []
                 for source, event in waiting:
                     try:
-                        purged.extend(apply_event(storage, event, purged_ids))
+                        purged.extend(apply_event(storage, event, purged_ids, present))
                     except _Missing as missing:
                         retry.append((source, event, str(missing)))
                         continue
@@ -384,6 +411,7 @@ def import_events(
                         problems.append(_problem(source, f"rejected by the store: {exc}"))
                         continue
                     imported += 1
+                    applied.append((event["id"], event["recorded_at"]))
                     if write_files and log is not None:
                         path = event_path(log.folder, event["id"], event["recorded_at"])
                         if not path.exists():
@@ -398,6 +426,9 @@ def import_events(
                     )
                     break
                 waiting = [(source, event) for source, event, _ in retry]
+            conn.executemany(
+                "INSERT OR IGNORE INTO mem_events (id, recorded_at) VALUES (?, ?)", applied
+            )
             if purged:
                 search_index.rebuild(storage.connection)
     except BaseException:
@@ -476,7 +507,11 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
         failed = {p.source.rsplit("/", 1)[0] for p in (*problems, *result.problems)}
         conn.executemany(
             "INSERT OR REPLACE INTO mem_event_folders (folder, stamp) VALUES (?, ?)",
-            [(month, stamps[month]) for month in to_read if month not in failed],
+            [
+                (month, stamps[month])
+                for month in to_read
+                if month not in failed and not _racy(stamps[month])
+            ],
         )
     return _report(
         result.imported,
@@ -485,6 +520,18 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
         len(to_read),
         result.purged,
     )
+
+
+# git's "racily clean" rule: a folder changed this recently may change again within the
+# same tick of a coarse file-system clock (or while git is still writing into it) without
+# its stamp moving, so its stamp is not trusted to mean "read" until it is older.
+RACY_NS = 2_000_000_000
+
+
+def _racy(stamp: str) -> bool:
+    import time
+
+    return time.time_ns() - int(stamp.split(":", 1)[0]) < RACY_NS
 
 
 def _shared_log(storage: Storage) -> EventLog:
@@ -547,6 +594,8 @@ def history_events(storage: Storage, namespace: str | None = None) -> list[dict[
     what ``export`` writes and what sharing an existing store commits. Each moment a
     transaction wrote becomes one event; its ID is made from that moment and what it
     holds, so the same history always gives the same events."""
+    from hashlib import sha256  # here: importing hashlib costs ~4 ms, and sync never needs it
+
     conn = storage.connection
     where, params = ("WHERE namespace = ?", [namespace]) if namespace is not None else ("", [])
     moments: dict[str, list[dict[str, Any]]] = {}
@@ -624,7 +673,7 @@ def history_events(storage: Storage, namespace: str | None = None) -> list[dict[
     events = []
     for at in sorted(moments):
         changes = sorted(moments[at], key=lambda c: order[c["type"]])
-        digest = hashlib.sha256(canonical_json(changes).encode("utf-8")).hexdigest()[:16]
+        digest = sha256(canonical_json(changes).encode("utf-8")).hexdigest()[:16]
         ms = _epoch_ms(at)
         events.append(
             {"changes": changes, "format": FORMAT, "id": f"ev_{ms:013x}{digest}", "recorded_at": at}

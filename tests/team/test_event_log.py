@@ -5,6 +5,7 @@ purge and transaction time, on real stores whose event folders are copied by han
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import sqlite3
@@ -156,6 +157,20 @@ def test_rebuild_from_the_events_alone_gives_the_same_store(tmp_path: Path) -> N
     memory.close()
 
 
+def test_a_stated_end_travels_with_the_memory(tmp_path: Path) -> None:
+    memory = shared(tmp_path / "a", FakeClock(), CountingRandom())
+    frozen = memory.store("fact", "Deploys are frozen", valid_until="2026-07-10")
+    memory.store("fact", "Deploys resume", supersedes=frozen, valid_from="2026-07-08")
+    before = memory.canonical_state()
+    assert memory.get(frozen).valid_until == "2026-07-08T00:00:00.000Z"
+    memory.sync(rebuild=True)
+    assert memory.canonical_state() == before
+    lonely = memory.store("fact", "The office is closed", valid_until="2026-12-24")
+    memory.sync(rebuild=True)
+    assert memory.get(lonely).valid_until == memory.get(lonely).data["stated_valid_until"]
+    memory.close()
+
+
 def test_events_in_any_order_and_twice_give_the_same_store(tmp_path: Path) -> None:
     source = shared(tmp_path / "a", FakeClock(), CountingRandom())
     populate(source)
@@ -180,7 +195,12 @@ def test_sync_reads_only_what_changed(tmp_path: Path) -> None:
     b = shared(tmp_path / "b", clock, ids)
     a.store("fact", "from a")
     copy_events(tmp_path / "a", tmp_path / "b")
+    # Just written: not trusted yet (git's racily-clean rule), so read again.
     assert b.sync().imported == 1
+    assert b.sync().folders_read == 1
+    for month in {path.parent for path in event_paths(tmp_path / "b")}:
+        os.utime(month, ns=(month.stat().st_atime_ns, month.stat().st_mtime_ns - 10**10))
+    assert b.sync().folders_read == 1  # its stamp moved: read once more, then trusted
     nothing = b.sync()
     assert (nothing.imported, nothing.folders_read) == (0, 0)
     b.store("fact", "from b")  # its own event: the folder's stamp moves with it
