@@ -399,6 +399,10 @@ def import_events(
                     continue
                 known.add(event["id"])
                 waiting.append((source, event))
+            # Most events apply in chunks, a few statements per hundred events (a chunk
+            # that cannot: each of its events alone, below, as every event would).
+            waiting = _apply_in_chunks(storage, waiting, purged_ids, present, applied)
+            imported += len(applied)
             while waiting:
                 retry = []
                 for source, event in waiting:
@@ -412,13 +416,6 @@ def import_events(
                         continue
                     imported += 1
                     applied.append((event["id"], event["recorded_at"]))
-                    if write_files and log is not None:
-                        path = event_path(log.folder, event["id"], event["recorded_at"])
-                        if not path.exists():
-                            from .storage.event_log import write_file_durably
-
-                            write_file_durably(path, canonical_json(event), sync=False)
-                            written.append(path)
                 if len(retry) == len(waiting):
                     problems.extend(
                         _problem(source, f"refers to {node} which this store does not hold")
@@ -429,6 +426,16 @@ def import_events(
             conn.executemany(
                 "INSERT OR IGNORE INTO mem_events (id, recorded_at) VALUES (?, ?)", applied
             )
+            if write_files and log is not None:
+                from .storage.event_log import write_file_durably
+
+                events_by_id = {event["id"]: event for _, event in parsed}
+                for event_id, recorded_at in applied:
+                    path = event_path(log.folder, event_id, recorded_at)
+                    if not path.exists():
+                        text = canonical_json(events_by_id[event_id])
+                        write_file_durably(path, text, sync=False)
+                        written.append(path)
             if purged:
                 search_index.rebuild(storage.connection)
     except BaseException:
@@ -444,6 +451,142 @@ def import_events(
         storage.scrub_files()
     problems.sort()
     return _report(imported, already, tuple(problems), 0, tuple(purged))
+
+
+CHUNK_EVENTS = 512
+_NODE_INSERT = (
+    "INSERT OR IGNORE INTO mem_nodes (id, kind, content, namespace, valid_from, "
+    "valid_until, recorded_at, confidence, data) VALUES "
+)
+_EDGE_INSERT = "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at, data) VALUES "
+
+
+def _apply_in_chunks(
+    storage: Storage,
+    events: list[tuple[str, dict[str, Any]]],
+    purged_ids: set[str],
+    present: set[str],
+    applied: list[tuple[str, str]],
+) -> list[tuple[str, dict[str, Any]]]:
+    """Apply the events that need no care in chunks: each chunk's nodes in multi-row
+    INSERTs (the FTS trigger flushes its pending index once per statement, so this is
+    what makes an import of 100k one-memory events fast), then its edges, aliases,
+    tombstones and data in event order, all in one savepoint. A chunk holding a purge, a
+    change about a purged node or a node this store lacks, or one the store refuses, is
+    rolled back whole and returned, to be applied one event at a time with the usual
+    reports. The result is the same as one event at a time: nodes and edges are
+    inserted once by key, and the rest is applied in the same order."""
+    conn = storage.connection
+    variables = writing.max_variables(conn)
+    left: list[tuple[str, dict[str, Any]]] = []
+    for start in range(0, len(events), CHUNK_EVENTS):
+        chunk = events[start : start + CHUNK_EVENTS]
+        created = {c["id"] for _, e in chunk for c in e["changes"] if c["type"] == "node"}
+        named: set[str] = set()
+        plain = True
+        for _, event in chunk:
+            for change in event["changes"]:
+                if change["type"] == "purge":
+                    plain = False
+                    break
+                named.update(named_ids(change))
+            if not plain:
+                break
+        if not plain or purged_ids.intersection(named):
+            left.extend(chunk)
+            continue
+        unknown = [node for node in named - created - present]
+        if unknown and len(_present_nodes(conn, unknown)) < len(unknown):
+            left.extend(chunk)
+            continue
+        conn.execute("SAVEPOINT nervamem_chunk")
+        try:
+            reopen = _apply_chunk(conn, chunk, variables)
+            for node_id in reopen:
+                writing.recompute_valid_until(storage, node_id)
+        except sqlite3.IntegrityError:
+            conn.execute("ROLLBACK TO nervamem_chunk")
+            conn.execute("RELEASE nervamem_chunk")
+            left.extend(chunk)
+            continue
+        conn.execute("RELEASE nervamem_chunk")
+        present.update(created)
+        present.update(unknown)
+        applied.extend((e["id"], e["recorded_at"]) for _, e in chunk)
+    return left
+
+
+def _apply_chunk(
+    conn: sqlite3.Connection, chunk: list[tuple[str, dict[str, Any]]], variables: int
+) -> set[str]:
+    """One chunk's changes (none a purge, every node they name present or created in
+    it); returns the nodes whose valid_until is to be derived again."""
+    nodes = [
+        (
+            c["id"],
+            c["kind"],
+            c["content"],
+            c["namespace"],
+            c["valid_from"],
+            c.get("valid_until"),
+            c["recorded_at"],
+            float(c["confidence"]),
+            _data_text(c["data"]),
+        )
+        for _, event in chunk
+        for c in event["changes"]
+        if c["type"] == "node"
+    ]
+    writing.insert_rows(conn, _NODE_INSERT, nodes, 9, variables)
+    reopen = {row[0] for row in nodes if writing.STATED_END in row[8]}
+    edges = []
+    for _, event in chunk:
+        for c in event["changes"]:
+            if c["type"] == "edge":
+                data = c.get("data", {})
+                edges.append(
+                    (
+                        c["src"],
+                        c["dst"],
+                        c["kind"],
+                        c["created_at"],
+                        json.dumps(data, sort_keys=True) if data else "{}",
+                    )
+                )
+                if c["kind"] == "SUPERSEDES":
+                    reopen.add(c["dst"])
+    writing.insert_rows(conn, _EDGE_INSERT, edges, 5, variables)
+    for _, event in chunk:
+        for c in event["changes"]:
+            kind = c["type"]
+            if kind == "alias":
+                conn.execute(
+                    "INSERT INTO mem_aliases (namespace, alias, entity_id) VALUES (?, ?, ?) "
+                    "ON CONFLICT (namespace, alias) DO UPDATE SET entity_id = "
+                    "excluded.entity_id WHERE excluded.entity_id > mem_aliases.entity_id",
+                    (c["namespace"], c["alias"], c["entity_id"]),
+                )
+            elif kind == "tombstone":
+                conn.execute(
+                    "UPDATE mem_nodes SET tombstoned = 1, tombstoned_at = CASE WHEN "
+                    "tombstoned = 0 OR tombstoned_at IS NULL OR tombstoned_at > ?1 THEN ?1 "
+                    "ELSE tombstoned_at END WHERE id = ?2",
+                    (event["recorded_at"], c["id"]),
+                )
+            elif kind == "data":
+                _apply_data(conn, c["id"], c["set"], event["id"])
+    return reopen
+
+
+def _present_nodes(conn: sqlite3.Connection, node_ids: list[str]) -> set[str]:
+    found: set[str] = set()
+    for start in range(0, len(node_ids), 500):
+        part = node_ids[start : start + 500]
+        marks = ",".join("?" * len(part))
+        found.update(
+            row[0] for row in conn.execute(f"SELECT id FROM mem_nodes WHERE id IN ({marks})", part)
+        )
+    return found
 
 
 def _known_events(conn: sqlite3.Connection, ids: list[str]) -> set[str]:

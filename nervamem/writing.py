@@ -155,21 +155,34 @@ class _Pending:
         self.known.clear()
 
     def insert(self, head: str, rows: Sequence[tuple[Any, ...]], columns: int) -> None:
-        """Multi-row INSERTs of as many rows as the connection's parameter limit allows."""
         if self.max_variables is None:
-            getlimit = getattr(self.storage.connection, "getlimit", None)  # Python 3.11+
-            limit = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
-            self.max_variables = (
-                int(getlimit(limit))
-                if getlimit is not None and limit is not None
-                else _DEFAULT_VARIABLES
-            )
-        most = max(1, min(_MAX_ROWS, self.max_variables // columns))
-        marks = "(" + ",".join(["?"] * columns) + ")"
-        conn = self.storage.connection
-        for start in range(0, len(rows), most):
-            chunk = rows[start : start + most]
-            conn.execute(head + ",".join([marks] * len(chunk)), list(chain.from_iterable(chunk)))
+            self.max_variables = max_variables(self.storage.connection)
+        insert_rows(self.storage.connection, head, rows, columns, self.max_variables)
+
+
+def max_variables(conn: sqlite3.Connection) -> int:
+    """How many ``?`` one statement may hold on this connection."""
+    getlimit = getattr(conn, "getlimit", None)  # Python 3.11+
+    limit = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
+    if getlimit is None or limit is None:
+        return _DEFAULT_VARIABLES
+    return int(getlimit(limit))
+
+
+def insert_rows(
+    conn: sqlite3.Connection,
+    head: str,
+    rows: Sequence[tuple[Any, ...]],
+    columns: int,
+    variables: int,
+) -> None:
+    """Multi-row INSERTs of as many rows as the connection's parameter limit allows
+    (store_many and an import of events: the FTS trigger flushes once per statement)."""
+    most = max(1, min(_MAX_ROWS, variables // columns))
+    marks = "(" + ",".join(["?"] * columns) + ")"
+    for start in range(0, len(rows), most):
+        chunk = rows[start : start + most]
+        conn.execute(head + ",".join([marks] * len(chunk)), list(chain.from_iterable(chunk)))
 
 
 _EDGE_KEY = itemgetter(0, 2, 1)  # (src, dst, kind, ...) -> mem_edges PRIMARY KEY (src, kind, dst)
