@@ -56,7 +56,15 @@ RESULTS = HERE / "results.md"
 BEGIN, END = "<!-- mcp:begin -->", "<!-- mcp:end -->"
 BUDGET = 500
 TARGET_OVERHEAD_MS = 2.0
-PATHS = ("sdk", "bare", "tool", "core")
+PATHS = ("sdk", "bare", "bare_sdk_transport", "tool", "core")
+# The same server over the SDK's own stdio transport (mcp.server.stdio.stdio_server, a
+# worker thread per line), for the before/after of nervamem's transport in one run.
+SDK_TRANSPORT_SERVER = (
+    "import sys; from mcp.server.stdio import stdio_server; "
+    "from nervamem.mcp_server.server import serve; "
+    "from nervamem.mcp_server.tools import MemoryServer; "
+    "serve(MemoryServer(sys.argv[1]), transport=stdio_server)"
+)
 
 
 def server_parameters(db: Path) -> StdioServerParameters:
@@ -72,10 +80,11 @@ class BareClient:
     """A JSON-RPC client of a few lines over the server's pipes: the least a client can
     cost, to tell the server's and the transport's share from the SDK client's."""
 
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path, *, sdk_transport: bool = False) -> None:
         params = server_parameters(db)
+        args = ["-c", SDK_TRANSPORT_SERVER, str(db)] if sdk_transport else params.args
         self.process = subprocess.Popen(
-            [params.command, *params.args],
+            [params.command, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, **(params.env or {})},
@@ -157,35 +166,42 @@ async def measure(db: Path, *, rounds: int, repeats: int, log: Any) -> dict[str,
 
     wire: list[float] = []
     bare_wire: list[float] = []
+    sdk_transport_wire: list[float] = []
     tool: list[float] = []
     core: list[float] = []
     paired: list[float] = []
     bare_paired: list[float] = []
+    sdk_transport_paired: list[float] = []
     server = MemoryServer(str(db))
     store = MemoryStore(db)
     bare = BareClient(db)
+    bare_sdk = BareClient(db, sdk_transport=True)
     tool_cpu = 0.0
     async with Client(server_parameters(db)) as client:
         for question in questions:  # warm every side
             await client.call_tool("memory_recall", {"query": question})
-            bare.request("tools/call", {"name": "memory_recall", "arguments": {"query": question}})
+            for each in (bare, bare_sdk):
+                params = {"name": "memory_recall", "arguments": {"query": question}}
+                each.request("tools/call", params)
             server.call("memory_recall", {"query": question})
         server_cpu = bare.cpu_seconds()
+        sdk_server_cpu = bare_sdk.cpu_seconds()
         for repeat in range(repeats):
             for index, question in enumerate(questions):
                 arguments = {"query": question, "budget_tokens": BUDGET}
                 timings: dict[str, float] = {}
                 # The four paths in turn, in a rotating order: whichever runs first for a
                 # query pays for the cold pages, and that must not be always the same.
-                shift = (repeat + index) % 4
-                for path in (PATHS * 2)[shift : shift + 4]:
+                shift = (repeat + index) % len(PATHS)
+                for path in (PATHS * 2)[shift : shift + len(PATHS)]:
                     began = time.perf_counter()
                     if path == "sdk":
                         result = await client.call_tool("memory_recall", arguments)
                         assert not result.is_error, result.content
-                    elif path == "bare":
+                    elif path in ("bare", "bare_sdk_transport"):
                         params = {"name": "memory_recall", "arguments": arguments}
-                        reply = bare.request("tools/call", params)
+                        each = bare if path == "bare" else bare_sdk
+                        reply = each.request("tools/call", params)
                         assert not reply.get("isError"), reply
                     elif path == "tool":
                         cpu = time.process_time()
@@ -197,12 +213,16 @@ async def measure(db: Path, *, rounds: int, repeats: int, log: Any) -> dict[str,
                     timings[path] = milliseconds(began)
                 wire.append(timings["sdk"])
                 bare_wire.append(timings["bare"])
+                sdk_transport_wire.append(timings["bare_sdk_transport"])
                 tool.append(timings["tool"])
                 core.append(timings["core"])
                 paired.append(timings["sdk"] - timings["tool"])
                 bare_paired.append(timings["bare"] - timings["tool"])
+                sdk_transport_paired.append(timings["bare_sdk_transport"] - timings["tool"])
         server_cpu = bare.cpu_seconds() - server_cpu
+        sdk_server_cpu = bare_sdk.cpu_seconds() - sdk_server_cpu
     bare.close()
+    bare_sdk.close()
     server.close()
     store.close()
     figures = {
@@ -213,14 +233,19 @@ async def measure(db: Path, *, rounds: int, repeats: int, log: Any) -> dict[str,
             "queries": len(questions),
             "wire": summary(wire),
             "bare_wire": summary(bare_wire),
+            "bare_wire_sdk_transport": summary(sdk_transport_wire),
             "tool_in_process": summary(tool),
             "core_in_process": summary(core),
             "overhead_p50_ms": statistics.median(wire) - statistics.median(tool),
             "paired_overhead_median_ms": statistics.median(paired),
             "bare_overhead_p50_ms": statistics.median(bare_wire) - statistics.median(tool),
             "bare_paired_overhead_median_ms": statistics.median(bare_paired),
+            "sdk_transport_overhead_p50_ms": statistics.median(sdk_transport_wire)
+            - statistics.median(tool),
+            "sdk_transport_paired_overhead_median_ms": statistics.median(sdk_transport_paired),
             # Load-independent: CPU the server spends per call, beside the tool layer's.
             "server_cpu_per_call_ms": server_cpu * 1000 / len(bare_wire),
+            "sdk_transport_server_cpu_per_call_ms": sdk_server_cpu * 1000 / len(bare_wire),
             "tool_cpu_per_call_ms": tool_cpu * 1000 / len(tool),
         },
     }
@@ -231,7 +256,12 @@ async def measure(db: Path, *, rounds: int, repeats: int, log: Any) -> dict[str,
         f"{recall['core_in_process']['p50']:.2f} ms; protocol "
         f"{recall['overhead_p50_ms']:.2f} ms (paired median "
         f"{recall['paired_overhead_median_ms']:.2f} ms); bare client "
-        f"{recall['bare_wire']['p50']:.2f} ms, protocol {recall['bare_overhead_p50_ms']:.2f} ms"
+        f"{recall['bare_wire']['p50']:.2f} ms, protocol {recall['bare_overhead_p50_ms']:.2f} ms; "
+        f"SDK's transport {recall['bare_wire_sdk_transport']['p50']:.2f} ms, protocol "
+        f"{recall['sdk_transport_overhead_p50_ms']:.2f} ms; server CPU per call "
+        f"{recall['server_cpu_per_call_ms']:.2f} ms (SDK's transport "
+        f"{recall['sdk_transport_server_cpu_per_call_ms']:.2f} ms), in-process "
+        f"{recall['tool_cpu_per_call_ms']:.2f} ms"
     )
     return figures
 
@@ -268,7 +298,7 @@ def markdown(run: dict[str, Any]) -> str:
         f"{figures['cli_recall_fresh_ms']['median']:.0f} ms |",
         "",
         f"`memory_recall`, budget 500, at {size} ({recall['calls']} calls, "
-        f"{recall['queries']} queries of bench/workload.py, the four paths interleaved in a "
+        f"{recall['queries']} queries of bench/workload.py, the five paths interleaved in a "
         "rotating order):",
         "",
         "| Path | p50 | p95 |",
@@ -277,6 +307,9 @@ def markdown(run: dict[str, Any]) -> str:
         f"{recall['wire']['p95']:.2f} ms |",
         f"| Over the protocol (bare JSON-RPC client, stdio) | {recall['bare_wire']['p50']:.2f} ms "
         f"| {recall['bare_wire']['p95']:.2f} ms |",
+        "| The same, server on the SDK's stdio transport (before nervamem's own) | "
+        f"{recall['bare_wire_sdk_transport']['p50']:.2f} ms "
+        f"| {recall['bare_wire_sdk_transport']['p95']:.2f} ms |",
         f"| In-process tool call (`MemoryServer.call`: recall, Markdown, JSON document) | "
         f"{recall['tool_in_process']['p50']:.2f} ms | "
         f"{recall['tool_in_process']['p95']:.2f} ms |",
@@ -287,14 +320,20 @@ def markdown(run: dict[str, Any]) -> str:
         f"(difference of the p50s; median of the paired per-call differences "
         f"{recall['paired_overhead_median_ms']:.2f} ms), {recall['bare_overhead_p50_ms']:.2f} ms "
         f"with the bare client (paired {recall['bare_paired_overhead_median_ms']:.2f} ms): "
-        f"target (at most {TARGET_OVERHEAD_MS:g} ms a call) {verdict}.",
+        f"target (at most {TARGET_OVERHEAD_MS:g} ms a call) {verdict}. On the SDK's stdio "
+        f"transport the same bare client's calls cost "
+        f"{recall['sdk_transport_overhead_p50_ms']:.2f} ms more than in-process (paired "
+        f"{recall['sdk_transport_paired_overhead_median_ms']:.2f} ms).",
         "",
         "CPU time, less swayed by the machine's load than wall-clock time: the server "
         f"process spends {recall['server_cpu_per_call_ms']:.2f} ms per `memory_recall` "
         "(mean, bare client), "
         f"the same call in-process {recall['tool_cpu_per_call_ms']:.2f} ms: the protocol's "
         f"own work is {recall['server_cpu_per_call_ms'] - recall['tool_cpu_per_call_ms']:.2f} "
-        "ms of CPU a call on the server's side.",
+        "ms of CPU a call on the server's side; on the SDK's stdio transport "
+        f"{recall['sdk_transport_server_cpu_per_call_ms']:.2f} ms per call, "
+        f"{recall['sdk_transport_server_cpu_per_call_ms'] - recall['tool_cpu_per_call_ms']:.2f}"
+        " ms above the in-process call.",
         END,
     ]
     return "\n".join(lines) + "\n"
