@@ -15,7 +15,9 @@ SDK's own context streams. Its behaviour is the SDK transport's:
 * input is UTF-8, a byte that is not is replaced by U+FFFD (the SDK's ``errors="replace"``);
 * a line that is not a JSON-RPC message (blank lines included) goes into the stream as
   the exception that parsing raised, and the SDK's server answers it as it does;
-* end of input closes the read stream, which ends ``Server.run``;
+* end of input closes the read stream, which ends ``Server.run`` (the SDK's server then
+  cancels the requests it has not answered; the SDK's transport, slower to see the end of
+  input through its thread, often answered them first);
 * while serving, descriptor 0 reads the null device and descriptor 1 writes to standard
   error, and both are restored afterwards (the SDK's own claim of the descriptors).
 
