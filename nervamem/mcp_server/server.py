@@ -2,11 +2,13 @@
 
 Nothing of the protocol is written here: the SDK frames, validates and answers the
 messages; this module only lists the tools and the prompt and hands each call to
-MemoryServer. It is the one module that imports the SDK at its top (ruff bans that
-elsewhere), and only ``nervamem mcp`` imports it.
+MemoryServer. With stdio.py, it is one of the two modules that import the SDK at their
+top (ruff bans that elsewhere), and only ``nervamem mcp`` imports them.
 
-Standard output belongs to the protocol: while serving, the SDK points file descriptor 1
-at standard error, so a stray print cannot corrupt a message; logging goes to stderr.
+The bytes move through stdio.py, a transport without a worker thread per line; the
+messages in them are still parsed and serialised by the SDK. Standard output belongs to
+the protocol: while serving, the transport points file descriptor 1 at standard error,
+so a stray print cannot corrupt a message; logging goes to stderr.
 Calls run one at a time on the event loop's thread, which owns the SQLite connection.
 """
 
@@ -17,9 +19,9 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
-from mcp.server.stdio import stdio_server
 
 from .. import __version__
+from .stdio import Transport, stdio_transport
 from .tools import GUIDE, TOOLS, MemoryServer, recall_guide
 
 PROMPT_NAME = "use_memory"
@@ -111,12 +113,13 @@ def build(memory: MemoryServer) -> Server[Any]:
     )
 
 
-def serve(memory: MemoryServer) -> None:
-    """Serve over stdin and stdout until the client closes stdin."""
+def serve(memory: MemoryServer, transport: Transport = stdio_transport) -> None:
+    """Serve over stdin and stdout until the client closes stdin. The transport is
+    stdio.py's unless given (the benchmark passes the SDK's ``stdio_server`` to compare)."""
     server = build(memory)
 
     async def run() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        async with transport() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     try:

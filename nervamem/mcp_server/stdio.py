@@ -1,0 +1,181 @@
+"""A leaner stdio transport for the SDK's server: the bytes of stdin and stdout moved on
+the event loop, without a worker thread per line.
+
+The SDK's ``mcp.server.stdio.stdio_server`` reads and writes through ``anyio.wrap_file``,
+so every line in and every line out crosses a worker thread; over a call that is several
+thread wake-ups, which cost about as much as the rest of the protocol on a loaded machine
+(bench/results.md, "The MCP server"). This transport moves only bytes: the messages are
+parsed and serialised by the SDK's own code, exactly as its transport does
+(``jsonrpc_message_adapter.validate_json`` on each line, ``model_dump_json(by_alias=True,
+exclude_unset=True)`` plus a newline on the way out), and handed to ``Server.run`` in the
+SDK's own context streams. Its behaviour is the SDK transport's:
+
+* one message per line, a newline ends it (a ``\\r`` before it is JSON whitespace); a
+  last line without a newline is still read at end of input; no length limit;
+* input is UTF-8, a byte that is not is replaced by U+FFFD (the SDK's ``errors="replace"``);
+* a line that is not a JSON-RPC message (blank lines included) goes into the stream as
+  the exception that parsing raised, and the SDK's server answers it as it does;
+* end of input closes the read stream, which ends ``Server.run`` (the SDK's server then
+  cancels the requests it has not answered; the SDK's transport, slower to see the end of
+  input through its thread, often answered them first);
+* while serving, descriptor 0 reads the null device and descriptor 1 writes to standard
+  error, and both are restored afterwards (the SDK's own claim of the descriptors).
+
+Standard input and output are read and written without blocking (``O_NONBLOCK`` on the
+transport's private descriptors, put back on exit), waiting on the event loop when a pipe
+is empty or full. A descriptor the loop cannot wait on (a regular file) falls back to the
+SDK's transport.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import mcp_types as types
+from mcp.server import stdio as sdk_stdio
+from mcp.shared._context_streams import (
+    ContextReceiveStream,
+    ContextSendStream,
+    create_context_streams,
+)
+from mcp.shared.message import SessionMessage
+
+CHUNK = 1 << 16
+
+Streams = tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
+Transport = Callable[[], AbstractAsyncContextManager[Any]]
+
+
+def pollable(fd: int) -> bool:
+    """Whether the event loop can wait on fd: a pipe, a socket or a terminal, not a file."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+def stdio_transport() -> AbstractAsyncContextManager[Any]:
+    """The transport ``nervamem mcp`` serves over: this module's on pipes, terminals and
+    sockets; the SDK's when stdin or stdout is something else."""
+    if sys.platform == "win32" or not (pollable(0) and pollable(1)):  # pragma: no cover
+        return sdk_stdio.stdio_server()
+    return fd_stdio_server()
+
+
+@asynccontextmanager
+async def fd_stdio_server() -> AsyncIterator[Streams]:
+    """Serve over descriptors 0 and 1, claimed as the SDK's transport claims them."""
+    restore_stdin: Callable[[], None] | None = None
+    restore_stdout: Callable[[], None] | None = None
+    try:
+        stdin, restore_stdin = sdk_stdio._claim_fd(
+            0, sys.stdin, "rb", sdk_stdio._open_stdin_diversion
+        )
+        stdout, restore_stdout = sdk_stdio._claim_fd(
+            1, sys.stdout, "wb", sdk_stdio._open_stdout_diversion
+        )
+        async with fd_streams(stdin.fileno(), stdout.fileno()) as streams:
+            yield streams
+    finally:
+        if restore_stdout is not None:
+            restore_stdout()
+        if restore_stdin is not None:
+            restore_stdin()
+
+
+@asynccontextmanager
+async def fd_streams(in_fd: int, out_fd: int) -> AsyncIterator[Streams]:
+    """The SDK's message streams over two descriptors the event loop can wait on."""
+    flags = {fd: os.get_blocking(fd) for fd in (in_fd, out_fd)}
+    try:
+        for fd in flags:
+            os.set_blocking(fd, False)
+        read_stream_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
+        write_stream, write_stream_reader = create_context_streams[SessionMessage](0)
+
+        async def reader() -> None:
+            try:
+                async with read_stream_writer:
+                    async for line in lines(in_fd):
+                        await read_stream_writer.send(parse(line))
+            except anyio.ClosedResourceError:  # pragma: no cover - the server went first
+                await anyio.lowlevel.checkpoint()
+
+        async def writer() -> None:
+            try:
+                async with write_stream_reader:
+                    async for session_message in write_stream_reader:
+                        await write_all(out_fd, serialise(session_message))
+            except anyio.ClosedResourceError:  # pragma: no cover - the server went first
+                await anyio.lowlevel.checkpoint()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader)
+            tg.start_soon(writer)
+            yield read_stream, write_stream
+    finally:
+        for fd, blocking in flags.items():
+            try:
+                os.set_blocking(fd, blocking)
+            except OSError:  # pragma: no cover - the descriptor is gone
+                pass
+
+
+def parse(line: bytes) -> SessionMessage | Exception:
+    """One line as the SDK's transport reads it: UTF-8 with replacement, then its adapter."""
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(
+            line.decode("utf-8", errors="replace"), by_name=False
+        )
+    except Exception as exc:
+        return exc
+    return SessionMessage(message)
+
+
+def serialise(session_message: SessionMessage) -> bytes:
+    """One message as the SDK's transport writes it: its JSON, then a newline."""
+    text = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+    return (text + "\n").encode("utf-8")
+
+
+async def lines(fd: int) -> AsyncIterator[bytes]:
+    """The lines read from a non-blocking descriptor, each with its newline; at end of
+    input, what is left after the last newline, if anything."""
+    buffer = bytearray()
+    while True:
+        try:
+            chunk = os.read(fd, CHUNK)
+        except BlockingIOError:
+            await anyio.wait_readable(fd)
+            continue
+        if not chunk:
+            break
+        scanned = len(buffer)
+        buffer += chunk
+        start = 0
+        while (end := buffer.find(b"\n", scanned)) != -1:
+            yield bytes(buffer[start : end + 1])
+            start = scanned = end + 1
+        del buffer[:start]
+    if buffer:
+        yield bytes(buffer)
+
+
+async def write_all(fd: int, data: bytes) -> None:
+    """Write all of data to a non-blocking descriptor, waiting while its pipe is full."""
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            await anyio.wait_writable(fd)
+            continue
+        view = view[written:]
