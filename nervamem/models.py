@@ -188,6 +188,8 @@ class SyncReport:
     problems: tuple[EventProblem, ...] = ()
     folders_read: int = 0
     purged: tuple[str, ...] = ()
+    # Event files the cache held were gone (a checkout, a reset): it was made again.
+    rebuilt: bool = False
 
 
 __all__ = [

@@ -67,10 +67,12 @@ def _report(
     problems: tuple[EventProblem, ...],
     folders_read: int,
     purged: tuple[str, ...] = (),
+    *,
+    rebuilt: bool = False,
 ) -> SyncReport:
     from .models import SyncReport
 
-    return SyncReport(imported, already, problems, folders_read, purged)
+    return SyncReport(imported, already, problems, folders_read, purged, rebuilt)
 
 
 class EventError(ValueError):
@@ -351,6 +353,12 @@ def purge_rows(storage: Storage, node_id: str) -> tuple[str, ...]:
         conn.execute("INSERT OR IGNORE INTO mem_purged (node_id) VALUES (?)", (node_id,))
         return ()
     removed = delete_purged(storage, node_id, relink=False)
+    # This clone's own copies of events that named it (written without fsync, kept
+    # until the system has flushed them) go too: they hold the content.
+    conn.executemany(
+        "DELETE FROM mem_event_journal WHERE instr(body, ?) > 0",
+        [(i,) for i in (node_id, *removed)],
+    )
     conn.executemany(
         "INSERT OR IGNORE INTO mem_purged (node_id) VALUES (?)",
         [(i,) for i in (node_id, *removed)],
@@ -605,30 +613,41 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
     """Import the event files this store's cache has not seen. Cheap when nothing changed:
     a month's folder whose stamp (mtime, inode) is the one recorded is not read."""
     log = _shared_log(storage)
-    log.restore_files(storage.connection)
+    restore, drop = log.settle_journal(storage.connection)
+    if restore or drop:
+        with storage.transaction():
+            log.restore_files(storage.connection, restore, drop)
     if rebuild:
         _empty_cache(storage)
-        full = True
-    recorded = dict(
-        storage.connection.execute("SELECT folder, stamp FROM mem_event_folders").fetchall()
-    )
+    conn = storage.connection
+    recorded = dict(conn.execute("SELECT folder, stamp FROM mem_event_folders").fetchall())
     stamps: dict[str, str] = {}
     to_read: list[str] = []
     for month in month_folders(log.folder):
         stamp = folder_stamp(log.folder / month)
         stamps[month] = stamp
-        if full or recorded.get(month) != stamp:
+        if full or rebuild or recorded.get(month) != stamp:
             to_read.append(month)
+    listing = {month: _event_names(log.folder / month) for month in to_read}
+    gone_months = [month for month in recorded if month not in stamps]
+    if not rebuild and _files_removed(conn, listing, gone_months):
+        # Event files this cache imported are gone (a checkout of a branch without
+        # them, a reset, a stash): what they said cannot be taken back one by one, so
+        # the cache is made again from the files there are.
+        rebuilt = sync(storage, rebuild=True)
+        return _report(
+            rebuilt.imported,
+            rebuilt.already,
+            rebuilt.problems,
+            rebuilt.folders_read,
+            rebuilt.purged,
+            rebuilt=True,
+        )
     if not to_read:
         return _report(0, 0, (), 0)
     unseen: list[tuple[str, Path]] = []
-    conn = storage.connection
     for month in to_read:
-        names = [
-            entry.name[:-5]
-            for entry in os.scandir(log.folder / month)
-            if entry.is_file() and EVENT_FILE.match(entry.name)
-        ]
+        names = listing[month]
         known = _known_events(conn, names)
         unseen.extend(
             (f"{month}/{name}.json", log.folder / month / f"{name}.json")
@@ -656,6 +675,10 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
                 if month not in failed and not _racy(stamps[month])
             ],
         )
+    if rebuild and not result.purged and conn.execute("SELECT 1 FROM mem_purged").fetchone():
+        # The old cache held what a purge among these events removed: its rows were
+        # deleted with the rest, and their bytes must not stay in free pages.
+        storage.scrub_files()
     return _report(
         result.imported,
         result.already,
@@ -675,6 +698,42 @@ def _racy(stamp: str) -> bool:
     import time
 
     return time.time_ns() - int(stamp.split(":", 1)[0]) < RACY_NS
+
+
+def _event_names(month: Path) -> list[str]:
+    return [
+        entry.name[:-5]
+        for entry in os.scandir(month)
+        if entry.is_file() and EVENT_FILE.match(entry.name)
+    ]
+
+
+def _files_removed(
+    conn: sqlite3.Connection, listing: dict[str, list[str]], gone_months: list[str]
+) -> bool:
+    """Whether an event file this cache holds is missing from a folder just listed, or
+    a whole month's folder it read is gone. Event IDs begin with their time, so a
+    month's events are one range of the primary key."""
+    for month, names in [*listing.items(), *((m, []) for m in gone_months)]:
+        low, high = _month_id_range(month)
+        held = conn.execute(
+            "SELECT id FROM mem_events WHERE id >= ? AND id < ?", (low, high)
+        ).fetchall()
+        if {row[0] for row in held} - set(names):
+            return True
+    return False
+
+
+def _month_id_range(month: str) -> tuple[str, str]:
+    from datetime import datetime, timezone
+
+    year, number = int(month[:4]), int(month[5:7])
+    start = datetime(year, number, 1, tzinfo=timezone.utc)
+    end = datetime(year + number // 12, number % 12 + 1, 1, tzinfo=timezone.utc)
+    return (
+        f"ev_{int(start.timestamp() * 1000):013x}",
+        f"ev_{int(end.timestamp() * 1000):013x}",
+    )
 
 
 def _shared_log(storage: Storage) -> EventLog:
@@ -855,6 +914,10 @@ def share(storage: Storage) -> int:
     IDs and times; returns how many. Idempotent: a shared store is left as it is."""
     folder = events_folder_beside(storage.path)
     if storage.events is not None:
+        try:
+            mark_shared(folder)
+        except OSError:
+            pass  # best effort: the folder holds events already, or is read-only
         return 0
     events = history_events(storage)
     from .storage.event_log import write_file_durably
@@ -862,6 +925,7 @@ def share(storage: Storage) -> int:
     created = not folder.exists()
     try:
         folder.mkdir(exist_ok=True)
+        mark_shared(folder)
         with storage.transaction():
             for event in events:
                 path = event_path(folder, event["id"], event["recorded_at"])
@@ -908,6 +972,26 @@ def canonical_state(storage: Storage) -> str:
     ):
         lines.append(canonical_json(["alias", *row]))
     return "".join(lines)
+
+
+EVENTS_README = """\
+# nervamem's shared memory
+
+Every file under this folder is one event of the project's memory: a change written by
+`nervamem`, never edited. Commit it with the code; after a pull, `nervamem sync` (or the
+hooks of `nervamem hooks install`) brings it into your local store. See nervamem's
+docs/team-memory.md. This file keeps the folder in git before the first event exists.
+"""
+
+
+def mark_shared(folder: Path) -> None:
+    """Give the events folder a file, so that git keeps it (an empty folder is not
+    committed, and a clone without it would not know the store is shared)."""
+    readme = folder / "README.md"
+    if not readme.exists():
+        from .storage.event_log import write_file_durably
+
+        write_file_durably(readme, EVENTS_README)
 
 
 def check_writable_events(storage: Storage) -> None:

@@ -274,7 +274,7 @@ class MemoryStore:
         from . import sharing
 
         report = sharing.sync(self.storage, full=full, rebuild=rebuild)
-        if rebuild:
+        if rebuild or report.rebuilt:
             sharing.restore_access_counts(self.storage)
         return report
 

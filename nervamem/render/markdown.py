@@ -121,6 +121,8 @@ def _sync(view: str, report: SyncReport) -> str:
         f"{what}: {new} new event{'' if new == 1 else 's'}, {report.already} already held"
         + (f", {len(report.problems)} skipped" if report.problems else "")
     ]
+    if report.rebuilt:
+        lines[0] += " (event files it held were gone, e.g. after a checkout: made again)"
     lines += [f"- purged {node_id}" for node_id in report.purged]
     lines += [f"- skipped {p.source}: {p.reason}" for p in report.problems]
     return "\n".join(lines) + "\n"

@@ -35,6 +35,7 @@ import json
 import os
 import re
 import sqlite3
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -221,26 +222,14 @@ class EventLog:
         edges) is stated again in the purge's event, so nothing else is lost; a change is
         applied once by its IDs, so stating it twice changes nothing.
 
-        Finding the files reads every event file (a purge is rare; ~1 s per 100k files)."""
+        Finding the files reads every event file (:meth:`files_naming`)."""
         gone = set(purged)
-        keep: list[dict[str, Any]] = []
-        for path in sorted(self.folder.glob("[0-9][0-9][0-9][0-9]/[0-9][0-9]/ev_*.json")):
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-            if not any(node_id in text for node_id in gone):
-                continue
-            try:
-                changes = json.loads(text)["changes"]
-            except (ValueError, KeyError, TypeError):
-                changes = []
-            keep.extend(
-                change
-                for change in changes
-                if isinstance(change, dict) and not gone.intersection(named_ids(change))
-            )
-            self.to_remove.append(path)
+        keep = [
+            change
+            for changes in self.files_naming(gone)
+            for change in changes
+            if isinstance(change, dict) and not gone.intersection(named_ids(change))
+        ]
         rows = [canonical_json(change) for change in keep]
         rows += [canonical_json({"type": "purge", "id": node_id}) for node_id in purged]
         conn.executemany(
@@ -249,10 +238,35 @@ class EventLog:
         conn.executemany(
             "INSERT OR IGNORE INTO mem_purged (node_id) VALUES (?)", [(i,) for i in purged]
         )
+        # The files go: this store no longer holds their events (so that sync does not
+        # take their absence for a checkout); what they held is restated above.
+        conn.executemany(
+            "DELETE FROM mem_events WHERE id = ?", [(path.stem,) for path in self.to_remove]
+        )
         # The journal's copies of those events hold the content too.
         conn.executemany(
             "DELETE FROM mem_event_journal WHERE instr(body, ?) > 0", [(i,) for i in purged]
         )
+
+    def files_naming(self, node_ids: set[str]) -> list[list[Any]]:
+        """Schedule for removal, once the transaction commits, every event file that
+        names one of ``node_ids``; returns the changes each held. Reads every event
+        file (a purge is rare; ~1 s per 100k files)."""
+        held: list[list[Any]] = []
+        for path in sorted(self.folder.glob("[0-9][0-9][0-9][0-9]/[0-9][0-9]/ev_*.json")):
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if not any(node_id in text for node_id in node_ids):
+                continue
+            try:
+                changes = json.loads(text)["changes"]
+            except (ValueError, KeyError, TypeError):
+                changes = []
+            held.append(changes if isinstance(changes, list) else [])
+            self.to_remove.append(path)
+        return held
 
     def after_commit(self) -> None:
         removed, self.to_remove = self.to_remove, []
@@ -304,10 +318,13 @@ class EventLog:
         Durability: two fsyncs of a new file and its folder cost ~4 ms on a common disk,
         twice what the whole write costs otherwise. So the event also goes into the
         journal table, in the transaction, which COMMIT makes durable with its one fsync
-        of the WAL, and the file is written without fsync. A power loss that takes the
-        file (not yet flushed by the system) but not the COMMIT is mended by the next
-        sync, which writes the journal's missing files again (:meth:`restore_files`).
-        The journal keeps a day of events."""
+        of the WAL, with the ID of the running boot of the system, and the file is
+        written without fsync. Only a power loss can take a file the system has not
+        flushed yet, and a power loss means a new boot: the next sync writes again the
+        missing files of events journalled in an earlier boot (:meth:`restore_files`).
+        A file missing in the same boot was removed on purpose (a checkout, a stash, a
+        purge that arrived from another clone) and is not brought back. Without a boot
+        ID (not Linux), the file is written with its fsyncs and not journalled."""
         event: dict[str, Any] = {
             "changes": changes,
             "format": FORMAT,
@@ -325,17 +342,17 @@ class EventLog:
         seen = conn.execute(
             "SELECT stamp FROM mem_event_folders WHERE folder = ?", (_month_key(month),)
         ).fetchone()
-        write_file_durably(path, text, sync=False)
+        boot = boot_id()
+        write_file_durably(path, text, sync=boot is None)
         conn.execute(
             "INSERT OR IGNORE INTO mem_events (id, recorded_at) VALUES (?, ?)",
             (event_id, recorded_at),
         )
-        conn.execute(
-            "INSERT OR REPLACE INTO mem_event_journal (id, body) VALUES (?, ?)", (event_id, text)
-        )
-        conn.execute(
-            "DELETE FROM mem_event_journal WHERE id < ?", (_id_before(event_id, JOURNAL_MS),)
-        )
+        if boot is not None:
+            conn.execute(
+                "INSERT OR REPLACE INTO mem_event_journal (id, boot, body) VALUES (?, ?, ?)",
+                (event_id, boot, text),
+            )
         if seen is not None and seen[0] == before:
             # Nothing else changed in the folder since the last sync read it: it still
             # holds nothing unseen, so the next sync need not read it again.
@@ -345,24 +362,52 @@ class EventLog:
             )
         return path
 
-    def restore_files(self, conn: sqlite3.Connection) -> int:
-        """Write again, durably, the journal's events whose file is missing (a power
-        loss took it after its COMMIT); returns how many."""
-        restored = 0
-        # One stat per event of the last day; its body is read only if its file is gone.
-        for (event_id,) in conn.execute("SELECT id FROM mem_event_journal ORDER BY id"):
-            path = event_path(self.folder, event_id, _time_of(event_id))
-            if path.exists():
-                continue
+    def settle_journal(self, conn: sqlite3.Connection) -> tuple[list[str], list[str]]:
+        """What the journal asks of a sync, read without the write lock: the events to
+        write again (journalled in an earlier boot, file missing) and the entries to drop
+        (settled: in an earlier boot with the file there, or in this boot with the file
+        removed on purpose or written long enough ago that the system has flushed it)."""
+        now_ms = int(time.time() * 1000)
+        boot = boot_id()
+        restore: list[str] = []
+        drop: list[str] = []
+        for event_id, written_in in conn.execute("SELECT id, boot FROM mem_event_journal"):
+            there = event_path(self.folder, event_id, _time_of(event_id)).exists()
+            if written_in != boot:
+                (drop if there else restore).append(event_id)
+            elif not there or now_ms - int(event_id[3:16], 16) > FLUSHED_MS:
+                drop.append(event_id)
+        return restore, drop
+
+    def restore_files(self, conn: sqlite3.Connection, restore: list[str], drop: list[str]) -> None:
+        """Inside a write transaction: write again, durably, the files a power loss took,
+        and drop the settled entries (:meth:`settle_journal`)."""
+        for event_id in restore:
             row = conn.execute(
                 "SELECT body FROM mem_event_journal WHERE id = ?", (event_id,)
             ).fetchone()
-            write_file_durably(path, row[0])
-            restored += 1
-        return restored
+            if row is not None:
+                write_file_durably(event_path(self.folder, event_id, _time_of(event_id)), row[0])
+        conn.executemany(
+            "DELETE FROM mem_event_journal WHERE id = ?", [(i,) for i in (*restore, *drop)]
+        )
 
 
-JOURNAL_MS = 24 * 3600 * 1000
+# Linux writes a dirty page back within 30 s (vm.dirty_expire_centisecs): a file written a
+# minute ago in this boot is on disk.
+FLUSHED_MS = 60_000
+_BOOT: list[str | None] = []
+
+
+def boot_id() -> str | None:
+    """This boot of the system (Linux); None where the system does not say."""
+    if not _BOOT:
+        try:
+            with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+                _BOOT.append(handle.read().strip() or None)
+        except OSError:
+            _BOOT.append(None)
+    return _BOOT[0]
 
 
 def _time_of(event_id: str) -> str:
@@ -373,12 +418,6 @@ def _time_of(event_id: str) -> str:
 
     moment = datetime.fromtimestamp(int(event_id[3:16], 16) / 1000, tz=timezone.utc)
     return format_time(moment)
-
-
-def _id_before(event_id: str, milliseconds: int) -> str:
-    """The smallest event ID of ``milliseconds`` before ``event_id``'s time."""
-    moment = int(event_id[3:16], 16) - milliseconds
-    return f"ev_{max(moment, 0):013x}"
 
 
 def _month_key(month: Path) -> str:

@@ -161,8 +161,9 @@ def m006_event_log(conn: sqlite3.Connection) -> None:
     known before (NULL on nodes forgotten before this migration: treated as always
     forgotten). The other tables are the local bookkeeping of a store whose truth is its
     event files: which events it holds (import is idempotent), the folders it has read
-    (sync with nothing new reads no file), nodes purged (an old copy of their event
-    never brings them back), and which event last set each key of a node's data (a
+    (sync with nothing new reads no file), the events written here whose files may not
+    be on disk yet (written without fsync: event_log.py), nodes purged (an old copy of
+    their event never brings them back), and which event last set each key of a node's data (a
     key set on two branches converges to the later event's value, in any import order).
     """
     columns = {row[1] for row in conn.execute("PRAGMA table_info(mem_nodes)")}
@@ -177,8 +178,8 @@ def m006_event_log(conn: sqlite3.Connection) -> None:
         "stamp TEXT NOT NULL) WITHOUT ROWID"
     )
     conn.execute(
-        "CREATE TABLE IF NOT EXISTS mem_event_journal (id TEXT PRIMARY KEY, body TEXT NOT NULL) "
-        "WITHOUT ROWID"
+        "CREATE TABLE IF NOT EXISTS mem_event_journal (id TEXT PRIMARY KEY, boot TEXT NOT NULL, "
+        "body TEXT NOT NULL) WITHOUT ROWID"
     )
     conn.execute("CREATE TABLE IF NOT EXISTS mem_purged (node_id TEXT PRIMARY KEY) WITHOUT ROWID")
     conn.execute(
