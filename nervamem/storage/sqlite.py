@@ -115,7 +115,9 @@ class Storage:
                 raise self.error_from(exc) from None
             else:
                 raise StoreError(f"cannot open {path}: {exc}") from None
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            # A corrupt header can make even PRAGMA journal_mode answer bytes that are
+            # not text, which Python reports as UnicodeDecodeError.
             raise StoreError(f"{path} is not a nervamem store ({exc})") from None
         self.connection = conn
         try:
@@ -172,7 +174,7 @@ class Storage:
             # index pages (entity hubs, FTS) then stay in memory. Pages are allocated
             # only when read, so a short CLI call does not pay for it.
             conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-        except sqlite3.DatabaseError:
+        except (sqlite3.DatabaseError, UnicodeDecodeError):
             conn.close()
             raise
         return conn
