@@ -10,6 +10,7 @@ step is its own module in this package; what is here is how the budget sizes the
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ from ..timeparse import format_time, parse_time, to_datetime
 from .access_counts import count_accesses
 from .candidates import reasons_of, sessions_of
 from .expansion import expand
-from .mask import KnownAt
+from .mask import KnownAt, until_known_sql
 from .packing import pack
 from .questions import damp_questions
 from .scoring import Scored, above_floor, top_k
@@ -100,7 +101,7 @@ def run_recall(
         [s[4] for s in ranked],
         budget_tokens,
         counter,
-        _item_completer(storage, ranked),
+        _item_completer(storage, ranked, known_at_text),
     )
     count_accesses(storage, [item.id for item in chosen])
     return RecallResult(
@@ -113,6 +114,17 @@ def run_recall(
         tokenizer=counter.name,
         known_at=known_at_text,
     )
+
+
+def _until_known(
+    conn: sqlite3.Connection, node_ids: list[str], known_at: str
+) -> dict[str, str | None]:
+    marks = ",".join("?" * len(node_ids))
+    rows = conn.execute(
+        f"SELECT n.id, {until_known_sql('n')} FROM mem_nodes n WHERE n.id IN ({marks})",
+        [known_at, *node_ids],
+    ).fetchall()
+    return {row[0]: row[1] for row in rows}
 
 
 def moment_text(value: str | datetime | None, option: str) -> str | None:
@@ -143,10 +155,13 @@ def _most_packable(budget: int) -> int:
     return max(20, budget // 6)
 
 
-def _item_completer(storage: Storage, ranked: list[Scored]) -> Callable[[int], RecallItem]:
+def _item_completer(
+    storage: Storage, ranked: list[Scored], known_at: str | None = None
+) -> Callable[[int], RecallItem]:
     """The item of ``ranked[i]``, for packing. Sessions and short IDs (index lookups) only
     for what packing may show: it asks for an item when its content is new and could
-    still fit; looked up COMPLETE_CHUNK at a time."""
+    still fit; looked up COMPLETE_CHUNK at a time. With ``known_at``, an item's
+    valid_until is the one known then (supersessions recorded later left out)."""
     conn = storage.connection
     items: dict[int, RecallItem] = {}
 
@@ -156,6 +171,9 @@ def _item_completer(storage: Storage, ranked: list[Scored]) -> Callable[[int], R
             sessions = sessions_of(conn, [s[4].id for s in chunk])
             why = reasons_of(conn, [s[4].id for s in chunk if s[4].kind == "decision"])
             rivals = conflicts.rivals(conn, [s[4].id for s in chunk])
+            until = (
+                {} if known_at is None else _until_known(conn, [s[4].id for s in chunk], known_at)
+            )
             short = nodes.short_ids(
                 storage,
                 [
@@ -177,7 +195,7 @@ def _item_completer(storage: Storage, ranked: list[Scored]) -> Callable[[int], R
                     connectivity=round(c, 6),
                     confidence=cand.confidence,
                     valid_from=cand.valid_from,
-                    valid_until=cand.valid_until,
+                    valid_until=until.get(cand.id, cand.valid_until),
                     recorded_at=cand.recorded_at,
                     session_id=sessions.get(cand.id),
                     session_short_id=short[sessions[cand.id]] if cand.id in sessions else None,

@@ -472,6 +472,9 @@ def test_known_at_answers_from_what_had_been_recorded(
 
     then = memory.recall("API rate limit", known_at=memory.get(first).recorded_at)
     assert [i.id for i in then.items if i.kind == "fact"] == [first]
+    # Its supersession was recorded later: as known then, it was still open.
+    assert [i.valid_until for i in then.items if i.kind == "fact"] == [None]
+    assert " until " not in then.markdown
     assert then.known_at == memory.get(first).recorded_at
     assert "known at" in then.markdown
     # By `between`, the supersession was recorded: the new limit, not the old one.
