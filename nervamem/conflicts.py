@@ -16,20 +16,28 @@ _RIVALS = (
     "SELECT a.src, b.src FROM mem_edges a "
     "JOIN mem_edges b ON b.dst = a.dst AND b.kind = 'SUPERSEDES' AND b.src <> a.src "
     "JOIN mem_nodes rival ON rival.id = b.src "
-    "WHERE a.kind = 'SUPERSEDES' AND a.src IN ({marks}) "
-    "AND rival.tombstoned = 0 AND rival.valid_until IS NULL ORDER BY a.src, b.src"
+    "WHERE a.kind = 'SUPERSEDES' AND a.src IN ({marks}) AND {current} ORDER BY a.src, b.src"
 )
+CURRENT: tuple[str, list[str]] = ("rival.tombstoned = 0 AND rival.valid_until IS NULL", [])
 
 
-def rivals(conn: sqlite3.Connection, node_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """For each of ``node_ids`` in a conflict, the current rivals it is in conflict with."""
+def rivals(
+    conn: sqlite3.Connection,
+    node_ids: Sequence[str],
+    current: tuple[str, list[str]] = CURRENT,
+) -> dict[str, tuple[str, ...]]:
+    """For each of ``node_ids`` in a conflict, the rivals it is in conflict with: those
+    ``current`` admits (SQL on the alias ``rival`` and its parameters; by default the
+    current ones; recall passes its temporal mask, so that --as-of and --known-at show
+    the conflicts of that time)."""
+    condition, params = current
     found: dict[str, list[str]] = {}
     for start in range(0, len(node_ids), 500):
         chunk = list(node_ids[start : start + 500])
         if not chunk:
             continue
-        sql = _RIVALS.format(marks=",".join("?" * len(chunk)))
-        for node_id, rival in conn.execute(sql, chunk):
+        sql = _RIVALS.format(marks=",".join("?" * len(chunk)), current=condition)
+        for node_id, rival in conn.execute(sql, [*chunk, *params]):
             names = found.setdefault(node_id, [])
             if rival not in names:
                 names.append(rival)

@@ -21,7 +21,7 @@ from ..timeparse import format_time, parse_time, to_datetime
 from .access_counts import count_accesses
 from .candidates import reasons_of, sessions_of
 from .expansion import expand
-from .mask import KnownAt, until_known_sql
+from .mask import KnownAt, mask_sql, until_known_sql
 from .packing import pack
 from .questions import damp_questions
 from .scoring import Scored, above_floor, top_k
@@ -101,7 +101,7 @@ def run_recall(
         [s[4] for s in ranked],
         budget_tokens,
         counter,
-        _item_completer(storage, ranked, known_at_text),
+        _item_completer(storage, ranked, mask, known_at_text),
     )
     count_accesses(storage, [item.id for item in chosen])
     return RecallResult(
@@ -156,7 +156,7 @@ def _most_packable(budget: int) -> int:
 
 
 def _item_completer(
-    storage: Storage, ranked: list[Scored], known_at: str | None = None
+    storage: Storage, ranked: list[Scored], mask: str | KnownAt, known_at: str | None = None
 ) -> Callable[[int], RecallItem]:
     """The item of ``ranked[i]``, for packing. Sessions and short IDs (index lookups) only
     for what packing may show: it asks for an item when its content is new and could
@@ -164,13 +164,15 @@ def _item_completer(
     valid_until is the one known then (supersessions recorded later left out)."""
     conn = storage.connection
     items: dict[int, RecallItem] = {}
+    # A rival is shown if recall could show it: the same temporal mask.
+    rival_mask = mask_sql(mask, "rival")
 
     def complete(index: int) -> RecallItem:
         if index not in items:
             chunk = ranked[index : index + COMPLETE_CHUNK]
             sessions = sessions_of(conn, [s[4].id for s in chunk])
             why = reasons_of(conn, [s[4].id for s in chunk if s[4].kind == "decision"])
-            rivals = conflicts.rivals(conn, [s[4].id for s in chunk])
+            rivals = conflicts.rivals(conn, [s[4].id for s in chunk], rival_mask)
             until = (
                 {} if known_at is None else _until_known(conn, [s[4].id for s in chunk], known_at)
             )

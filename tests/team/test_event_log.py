@@ -432,6 +432,10 @@ def test_two_branches_superseding_one_node_conflict_until_both_are_superseded(
     for memory in (a, b):
         assert memory.stats().conflicts == 0
         assert [i.id for i in memory.recall("cache", kinds=["decision"]).items] == [settled]
+        # What was known before it was settled still shows the conflict of that time.
+        before = max(memory.get(ours).recorded_at, memory.get(theirs).recorded_at)
+        then = {i.id: i for i in memory.recall("cache", known_at=before).items}
+        assert then[ours].conflicts_with == (theirs,) and settled not in then
     assert a.canonical_state() == b.canonical_state()
     a.close()
     b.close()
