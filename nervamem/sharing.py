@@ -228,8 +228,6 @@ def _apply_changes(
     own: set[str],
 ) -> tuple[str, ...]:
     conn = storage.connection
-    event_id: str = event["id"]
-    at: str = event["recorded_at"]
     reopen: set[str] = set()
     purged: list[str] = []
     for change in event["changes"]:
@@ -244,21 +242,7 @@ def _apply_changes(
         if purged_ids.intersection(named):
             continue  # about a node purged for good: nothing of it comes back
         if kind == "node":
-            conn.execute(
-                "INSERT OR IGNORE INTO mem_nodes (id, kind, content, namespace, valid_from, "
-                "valid_until, recorded_at, confidence, data) VALUES (?,?,?,?,?,?,?,?,?)",
-                (
-                    change["id"],
-                    change["kind"],
-                    change["content"],
-                    change["namespace"],
-                    change["valid_from"],
-                    change.get("valid_until"),
-                    change["recorded_at"],
-                    float(change["confidence"]),
-                    _data_text(change["data"]),
-                ),
-            )
+            conn.execute(_NODE_INSERT + "(?,?,?,?,?,?,?,?,?)", _node_row(change))
             # No successor can have arrived before it: an edge waits for both its
             # nodes (_require), so its valid_until is derived when that edge comes;
             # only an end stated when it was stored (store --valid-until) counts now.
@@ -268,36 +252,11 @@ def _apply_changes(
             continue
         _require(conn, named, present, own)
         if kind == "edge":
-            edge_data = change.get("data", {})
-            conn.execute(
-                "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at, data) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (
-                    change["src"],
-                    change["dst"],
-                    change["kind"],
-                    change["created_at"],
-                    json.dumps(edge_data, sort_keys=True) if edge_data else "{}",
-                ),
-            )
+            conn.execute(_EDGE_INSERT + "(?,?,?,?,?)", _edge_row(change))
             if change["kind"] == "SUPERSEDES":
                 reopen.add(change["dst"])
-        elif kind == "alias":
-            conn.execute(
-                "INSERT INTO mem_aliases (namespace, alias, entity_id) VALUES (?, ?, ?) "
-                "ON CONFLICT (namespace, alias) DO UPDATE SET entity_id = excluded.entity_id "
-                "WHERE excluded.entity_id > mem_aliases.entity_id",
-                (change["namespace"], change["alias"], change["entity_id"]),
-            )
-        elif kind == "tombstone":
-            conn.execute(
-                "UPDATE mem_nodes SET tombstoned = 1, tombstoned_at = CASE WHEN tombstoned = 0 "
-                "OR tombstoned_at IS NULL OR tombstoned_at > ?1 THEN ?1 ELSE tombstoned_at END "
-                "WHERE id = ?2",
-                (at, change["id"]),
-            )
-        elif kind == "data":
-            _apply_data(conn, change["id"], change["set"], event_id)
+        else:
+            _apply_in_place(conn, change, event)
     for node_id in reopen:
         writing.recompute_valid_until(storage, node_id)
     return tuple(purged)
@@ -529,84 +488,89 @@ def _apply_chunk(
 ) -> set[str]:
     """One chunk's changes (none a purge, every node they name present or created in
     it); returns the nodes whose valid_until is to be derived again."""
-    nodes = [
-        (
-            c["id"],
-            c["kind"],
-            c["content"],
-            c["namespace"],
-            c["valid_from"],
-            c.get("valid_until"),
-            c["recorded_at"],
-            float(c["confidence"]),
-            _data_text(c["data"]),
-        )
-        for _, event in chunk
-        for c in event["changes"]
-        if c["type"] == "node"
-    ]
+    nodes = [_node_row(c) for _, e in chunk for c in e["changes"] if c["type"] == "node"]
     writing.insert_rows(conn, _NODE_INSERT, nodes, 9, variables)
     reopen = {row[0] for row in nodes if writing.STATED_END in row[8]}
-    edges = []
-    for _, event in chunk:
-        for c in event["changes"]:
-            if c["type"] == "edge":
-                data = c.get("data", {})
-                edges.append(
-                    (
-                        c["src"],
-                        c["dst"],
-                        c["kind"],
-                        c["created_at"],
-                        json.dumps(data, sort_keys=True) if data else "{}",
-                    )
-                )
-                if c["kind"] == "SUPERSEDES":
-                    reopen.add(c["dst"])
+    edges = [_edge_row(c) for _, e in chunk for c in e["changes"] if c["type"] == "edge"]
     writing.insert_rows(conn, _EDGE_INSERT, edges, 5, variables)
+    reopen.update(row[1] for row in edges if row[2] == "SUPERSEDES")
     for _, event in chunk:
-        for c in event["changes"]:
-            kind = c["type"]
-            if kind == "alias":
-                conn.execute(
-                    "INSERT INTO mem_aliases (namespace, alias, entity_id) VALUES (?, ?, ?) "
-                    "ON CONFLICT (namespace, alias) DO UPDATE SET entity_id = "
-                    "excluded.entity_id WHERE excluded.entity_id > mem_aliases.entity_id",
-                    (c["namespace"], c["alias"], c["entity_id"]),
-                )
-            elif kind == "tombstone":
-                conn.execute(
-                    "UPDATE mem_nodes SET tombstoned = 1, tombstoned_at = CASE WHEN "
-                    "tombstoned = 0 OR tombstoned_at IS NULL OR tombstoned_at > ?1 THEN ?1 "
-                    "ELSE tombstoned_at END WHERE id = ?2",
-                    (event["recorded_at"], c["id"]),
-                )
-            elif kind == "data":
-                _apply_data(conn, c["id"], c["set"], event["id"])
+        for change in event["changes"]:
+            if change["type"] not in ("node", "edge"):
+                _apply_in_place(conn, change, event)
     return reopen
 
 
-def _present_nodes(conn: sqlite3.Connection, node_ids: list[str]) -> set[str]:
-    found: set[str] = set()
-    for start in range(0, len(node_ids), 500):
-        part = node_ids[start : start + 500]
-        marks = ",".join("?" * len(part))
-        found.update(
-            row[0] for row in conn.execute(f"SELECT id FROM mem_nodes WHERE id IN ({marks})", part)
+def _node_row(change: dict[str, Any]) -> tuple[Any, ...]:
+    """A node change as the row _NODE_INSERT takes."""
+    return (
+        change["id"],
+        change["kind"],
+        change["content"],
+        change["namespace"],
+        change["valid_from"],
+        change.get("valid_until"),
+        change["recorded_at"],
+        float(change["confidence"]),
+        _data_text(change["data"]),
+    )
+
+
+def _edge_row(change: dict[str, Any]) -> tuple[Any, ...]:
+    """An edge change as the row _EDGE_INSERT takes."""
+    data = change.get("data", {})
+    return (
+        change["src"],
+        change["dst"],
+        change["kind"],
+        change["created_at"],
+        json.dumps(data, sort_keys=True) if data else "{}",
+    )
+
+
+def _apply_in_place(
+    conn: sqlite3.Connection, change: dict[str, Any], event: dict[str, Any]
+) -> None:
+    """An alias, tombstone or data change: each converges whatever the order (the larger
+    entity ID owns an alias, the earliest tombstone time stands, each data key keeps the
+    latest event's value)."""
+    kind = change["type"]
+    if kind == "alias":
+        conn.execute(
+            "INSERT INTO mem_aliases (namespace, alias, entity_id) VALUES (?, ?, ?) "
+            "ON CONFLICT (namespace, alias) DO UPDATE SET entity_id = excluded.entity_id "
+            "WHERE excluded.entity_id > mem_aliases.entity_id",
+            (change["namespace"], change["alias"], change["entity_id"]),
         )
-    return found
+    elif kind == "tombstone":
+        conn.execute(
+            "UPDATE mem_nodes SET tombstoned = 1, tombstoned_at = CASE WHEN tombstoned = 0 "
+            "OR tombstoned_at IS NULL OR tombstoned_at > ?1 THEN ?1 ELSE tombstoned_at END "
+            "WHERE id = ?2",
+            (event["recorded_at"], change["id"]),
+        )
+    elif kind == "data":
+        _apply_data(conn, change["id"], change["set"], event["id"])
+
+
+def _present_nodes(conn: sqlite3.Connection, node_ids: list[str]) -> set[str]:
+    return _existing(conn, "mem_nodes", node_ids)
 
 
 def _known_events(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
-    known: set[str] = set()
+    return _existing(conn, "mem_events", ids)
+
+
+def _existing(conn: sqlite3.Connection, table: str, ids: list[str]) -> set[str]:
+    """Which of ``ids`` the table holds (by its ``id`` column), 500 to a query."""
+    found: set[str] = set()
     for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        known.update(
-            row[0]
-            for row in conn.execute(f"SELECT id FROM mem_events WHERE id IN ({marks})", chunk)
+        part = ids[start : start + 500]
+        marks = ",".join("?" * len(part))
+        found.update(
+            row[0] for row in conn.execute(f"SELECT id FROM {table} WHERE id IN ({marks})", part)
         )
-    return known
+    return found
 
 
 def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> SyncReport:
