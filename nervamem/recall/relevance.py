@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 
 from .candidates import Candidate, NodeRow
+from .irregular import past_forms
 from .terms import STOPWORDS, content_terms
 
 PHRASE_BOOST = 1.5
@@ -126,10 +127,14 @@ def _root(term: str) -> str:
 
 
 def _common_matcher(common: list[str]) -> re.Pattern[str] | None:
-    """One pattern that finds any common term at a word start; group i is term i."""
+    """One pattern that finds any common term (or a past form of it, as search looks
+    them up: recall/irregular.py) at a word start; group i is term i."""
     if not common:
         return None
-    groups = "|".join(f"({re.escape(_root(term))})" for term in common)
+    groups = "|".join(
+        "(" + "|".join(re.escape(_root(form)) for form in (term, *past_forms(term))) + ")"
+        for term in common
+    )
     return re.compile(rf"(?<![^\W_])(?:{groups})", re.IGNORECASE)
 
 
