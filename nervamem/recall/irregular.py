@@ -49,5 +49,27 @@ def _past_forms() -> dict[str, tuple[str, ...]]:
 
 
 def past_forms(term: str) -> tuple[str, ...]:
-    """The past forms of ``term`` if it is the base form of an irregular verb, else ()."""
-    return _past_forms().get(term, ())
+    """The past forms of ``term`` if it is a present form of an irregular verb (``go``,
+    ``goes``, ``going``), else (). The base form comes first when ``term`` is not it:
+    the stemmer does not map every present form onto it ("goes" is "goe")."""
+    table = _past_forms()
+    for base in _bases(term):
+        if base in table:
+            return table[base] if base == term else (base, *table[base])
+    return ()
+
+
+def _bases(term: str) -> tuple[str, ...]:
+    """What ``term`` may be the present form of: itself, without -s / -es, without
+    -ing (with a final e restored, or a doubled consonant undone: making, swimming)."""
+    found = [term]
+    if term.endswith("es"):
+        found.append(term[:-2])
+    if term.endswith("s"):
+        found.append(term[:-1])
+    if term.endswith("ing") and len(term) >= 5:
+        stem = term[:-3]
+        found += [stem, stem + "e"]
+        if len(stem) > 2 and stem[-1] == stem[-2]:
+            found.append(stem[:-1])
+    return tuple(found)
