@@ -1,0 +1,145 @@
+"""Recall quality, round 3 (issue 18): a question that asks when favours memories that say
+when, irregular verbs find their past forms, and session neighbours weigh less at small
+budgets. bench/quality.py measures what each bought (bench/results.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nervamem import MemoryStore
+from nervamem.recall import session_context, when
+from nervamem.recall.irregular import past_forms
+
+
+@pytest.mark.parametrize(
+    ("query", "asks"),
+    [
+        ("When did Melanie go to the support group?", True),
+        ("when was the signing key rotated", True),
+        ("Since when has the cache been cold?", True),
+        ("How long did the migration take?", True),
+        ("What year did we move to Postgres?", True),
+        ("how many weeks did the rollout take", True),
+        # "when" as a conjunction asks what, not when.
+        ("what happened when we rotated the RS256 signing key?", False),
+        ("what breaks when the cache is cold", False),
+        ("why did we choose JWT", False),
+        ("", False),
+    ],
+)
+def test_asks_for_time(query: str, asks: bool) -> None:
+    assert when.asks_for_time(query) is asks
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("I went to a support group yesterday", True),
+        ("We moved the cron job last week", True),
+        ("The outage was two days ago", True),
+        ("The review is on Tuesday", True),
+        ("Signed the lease in March", True),
+        ("Started at the company in 2019", True),
+        ("The support group was powerful", False),
+        ("Port 8080 stays open", False),
+        ("The weekly report is sent by email", False),
+    ],
+)
+def test_says_when(text: str, says: bool) -> None:
+    assert when.says_when(text) is says
+
+
+def test_a_question_asking_when_prefers_the_memory_that_says_when(store: MemoryStore) -> None:
+    vague = store.store("fact", "The maintainers support group met at the old library")
+    dated = store.store("fact", "The maintainers support group met at the library yesterday")
+    # By their words alone the shorter memory leads; asked when, the one that says when
+    # ("meet" finds "met", recall/irregular.py).
+    about = [i.id for i in store.recall("maintainers support group meeting", hops=0).items]
+    assert about == [vague, dated]
+    asked = [i.id for i in store.recall("when did the maintainers support group meet").items]
+    assert asked[:2] == [dated, vague]
+
+
+def test_favour_times_weighs_only_memories_that_say_when(store: MemoryStore) -> None:
+    dated = store.store("fact", "Rotated the signing key last Friday")
+    undated = store.store("fact", "Rotated the signing key after the audit")
+    weights = {}
+    for query in ("when did we rotate the signing key", "signing key rotated"):
+        items = {i.id: i for i in store.recall(query, hops=0).items}
+        weights[query] = items[dated].relevance / items[undated].relevance
+    ratio = weights["when did we rotate the signing key"] / weights["signing key rotated"]
+    assert ratio == pytest.approx(1 + when.TIME_WEIGHT, rel=0.3)
+
+
+@pytest.mark.parametrize(
+    ("term", "forms"),
+    [
+        ("choose", ("chose", "chosen")),
+        ("go", ("went", "gone")),
+        ("goes", ("go", "went", "gone")),
+        ("going", ("go", "went", "gone")),
+        ("making", ("make", "made")),
+        ("swimming", ("swim", "swam", "swum")),
+        ("buys", ("buy", "bought")),
+        # Not verbs of the table, and past forms are not looked up backwards.
+        ("deploy", ()),
+        ("thing", ()),
+        ("string", ()),
+        ("went", ()),
+        ("left", ()),
+    ],
+)
+def test_past_forms(term: str, forms: tuple[str, ...]) -> None:
+    assert past_forms(term) == forms
+
+
+def test_a_verb_in_the_query_finds_its_irregular_past(store: MemoryStore) -> None:
+    chose = store.store("decision", "Chose Elasticsearch for the search engine")
+    store.store("fact", "Benchmarked the search engine under load")
+    went = store.store("fact", "We went to the offsite in Lisbon")
+    found = [i.id for i in store.recall("what did we choose", hops=0).items]
+    assert found == [chose]
+    assert [i.id for i in store.recall("where did we go offsite", hops=0).items] == [went]
+    assert [i.id for i in store.recall("who goes", hops=0).items] == [went]
+
+
+def test_a_common_verb_still_scores_its_past_forms(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "go" found in more rows than COMMON_DF: it only scores what rarer terms found, by
+    # its text, and the text matcher knows the past forms too.
+    from nervamem.recall import search
+
+    monkeypatch.setattr(search, "COMMON_DF", 2)
+    with store.batch():
+        for n in range(4):
+            store.store("fact", f"we go to standup {n}")
+    went = store.store("fact", "we went to Lisbon for the offsite")
+    other = store.store("fact", "Lisbon office has a new printer")
+    found = search.search(store.connection, "default", "go Lisbon", as_of=None, kinds=None, want=0)
+    assert found[went].relevance == 1.0 > found[other].relevance
+
+
+def test_neighbours_weigh_less_at_a_small_budget(store: MemoryStore) -> None:
+    assert session_context.context_weight(200) < session_context.context_weight(500)
+    store.start_session("incident")
+    hit = store.store("fact", "The nightly export failed on Tuesday.")
+    after = store.store("fact", "The disk of the report host was full")
+    store.end_session()
+    shares = {}
+    for budget in (200, 1000):
+        items = {i.id: i for i in store.recall("nightly export fail", budget_tokens=budget).items}
+        shares[budget] = items[after].relevance / items[hit].relevance
+    assert shares[200] < shares[1000]
+
+
+def test_the_answer_after_a_question_keeps_its_share_at_a_small_budget(
+    store: MemoryStore,
+) -> None:
+    store.start_session("incident")
+    question = store.store("fact", "Why did the nightly export fail on Tuesday?")
+    answer = store.store("fact", "The disk of the report host was full")
+    store.end_session()
+    for budget in (200, 1000):
+        items = {i.id: i for i in store.recall("nightly export fail", budget_tokens=budget).items}
+        assert items[answer].relevance > items[question].relevance, budget
