@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from nervamem import MemoryStore
-from nervamem.recall import session_context, when
+from nervamem.recall import expansion, session_context, when
 from nervamem.recall.irregular import past_forms
 
 
@@ -143,3 +143,31 @@ def test_the_answer_after_a_question_keeps_its_share_at_a_small_budget(
     for budget in (200, 1000):
         items = {i.id: i for i in store.recall("nightly export fail", budget_tokens=budget).items}
         assert items[answer].relevance > items[question].relevance, budget
+
+
+def test_a_cause_or_effect_of_a_hit_inherits_more_than_a_topic_neighbour(
+    store: MemoryStore,
+) -> None:
+    action = store.store("action", "Rotated the RS256 signing key", entities=["AuthService"])
+    # Found by search too ("rotation" stems like "rotated"), with less than its cause.
+    outcome = store.store(
+        "outcome",
+        "The key rotation logged out every mobile user on an old app",
+        caused_by=[action],
+    )
+    # Not found by search (no word of the query): reached over CAUSED only.
+    tickets = store.store("outcome", "Support tickets doubled that week", caused_by=[action])
+    topic = store.store("fact", "Deployed the service to staging", entities=["AuthService"])
+    items = {i.id: i for i in store.recall("rotated the RS256 signing key").items}
+    assert items[tickets].via == "expansion"
+    assert items[tickets].relevance == pytest.approx(
+        expansion.CAUSAL_DECAY * items[action].relevance, rel=1e-3
+    )
+    assert items[outcome].relevance == pytest.approx(
+        expansion.CAUSAL_DECAY * items[action].relevance, rel=1e-3
+    )
+    assert items[topic].via == "expansion"
+    assert items[topic].relevance < items[outcome].relevance
+    # Without expansion the outcome keeps what its own words earn.
+    plain = {i.id: i for i in store.recall("rotated the RS256 signing key", hops=0).items}
+    assert plain[outcome].relevance < expansion.CAUSAL_DECAY * plain[action].relevance
