@@ -37,33 +37,28 @@ _MONTHS = "january|february|march|april|may|june|july|august|september|october|n
 
 
 @functools.cache
-def _asking() -> re.Pattern[str]:
-    return re.compile(
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(asks for a time, says when), compiled on first use: most queries hold neither."""
+    asking = (
         rf"\b(?:when (?:{_AUXILIARIES})|how long|what (?:date|day|year|month|time|week)"
-        r"|which (?:date|day|year|month|week)|how many (?:days|weeks|months|years))\b",
-        re.IGNORECASE,
+        r"|which (?:date|day|year|month|week)|how many (?:days|weeks|months|years))\b"
     )
-
-
-@functools.cache
-def _saying() -> re.Pattern[str]:
-    # Compiled on first use: most queries do not ask for a time and never need it.
-    return re.compile(
-        rf"\b(?:yesterday|today|tonight|tomorrow|recently|ago|since"
-        rf"|(?:{_COUNTS}) (?:{_UNITS})s?|(?:{_WEEKDAYS})s?|{_MONTHS}|(?:19|20)\d\d)\b",
-        re.IGNORECASE,
+    saying = (
+        r"\b(?:yesterday|today|tonight|tomorrow|recently|ago|since"
+        rf"|(?:{_COUNTS}) (?:{_UNITS})s?|(?:{_WEEKDAYS})s?|{_MONTHS}|(?:19|20)\d\d)\b"
     )
+    return re.compile(asking, re.IGNORECASE), re.compile(saying, re.IGNORECASE)
 
 
 def asks_for_time(query: str) -> bool:
     """Whether the query asks when something happened or how long it took."""
-    return _asking().search(query) is not None
+    return _patterns()[0].search(query) is not None
 
 
 def says_when(text: str) -> bool:
     """Whether a memory's text places something in time (a relative time, a weekday, a
     month or a year)."""
-    return _saying().search(text) is not None
+    return _patterns()[1].search(text) is not None
 
 
 def favour_times(candidates: Iterable[Candidate], query: str) -> None:
