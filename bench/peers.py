@@ -168,8 +168,8 @@ mem = Memory(sys.argv[1], embeddings=False)
 for line in sys.stdin:
     req = json.loads(line)
     if req["op"] == "load":
-        for start in range(0, len(req["items"]), %d):
-            mem.add_many(req["items"][start:start + %d])
+        for start in range(0, len(req["items"]), BATCH):
+            mem.add_many(req["items"][start:start + BATCH])
         reply = 0.0
     else:
         began = time.perf_counter()
@@ -178,7 +178,7 @@ for line in sys.stdin:
     sys.stdout.write(json.dumps(reply) + "\n")
     sys.stdout.flush()
 mem.close()
-""" % (LOAD_BATCH, LOAD_BATCH)
+""".replace("BATCH", str(LOAD_BATCH))
 
 
 class AgentRecall:
@@ -491,7 +491,8 @@ def measure_size(size: int, args: argparse.Namespace, python: Path, log: Any) ->
     for name, figures in warm(systems, work, args.repeats, args.mcp_queries).items():
         result["systems"][name]["warm"] = figures
         log(
-            f"[{label(size)}] {name}: warm p50 {figures['p50']:.2f} p95 {figures['p95']:.2f} max {figures['max']:.1f} ms"
+            f"[{label(size)}] {name}: warm p50 {figures['p50']:.2f} p95 {figures['p95']:.2f} "
+            f"max {figures['max']:.1f} ms"
         )
     if args.rounds:
         figures = cold(cold_commands(systems, work, folder, python), args.rounds)
@@ -580,7 +581,8 @@ def render(data: dict[str, Any]) -> str:
     if typers:
         lines += [
             "",
-            f"`python -c \"import typer\"` (the regular install's Python) in the same rounds: {typers}; nervamem's ratios to it in brackets.",
+            f'`python -c "import typer"` (the regular install\'s Python) in the same rounds: '
+            f"{typers}; nervamem's ratios to it in brackets.",
         ]
     lines.append(END)
     return "\n".join(lines) + "\n"
