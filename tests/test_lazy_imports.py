@@ -113,12 +113,17 @@ def test_hot_commands_import_no_heavy_library(
 NOT_LOADED = {
     "--version": ("sqlite3", "dataclasses", "nervamem.store", "nervamem.models"),
     "store": ("dataclasses", "nervamem.models", "nervamem.recall"),
+    "recall": ("nervamem.writing",),
 }
 
 
 @pytest.mark.parametrize(
     "args",
-    [("--version",), ("store", "fact", "deploys need bash 5", "-e", "DeployScript")],
+    [
+        ("--version",),
+        ("store", "fact", "deploys need bash 5", "-e", "DeployScript"),
+        ("recall", "auth tokens", "--budget", "500"),
+    ],
     ids=lambda args: args[0],
 )
 def test_hot_commands_load_only_what_they_use(
