@@ -363,7 +363,16 @@ def disk_bytes(paths: list[Path]) -> int:
 def warm(
     systems: list[Any], work: Workload, repeats: int, mcp_queries: int
 ) -> dict[str, dict[str, float]]:
-    """Every query on every system in turn (interleaved), after one warm-up pass."""
+    """Every query on every system in turn (interleaved), after one warm-up pass.
+
+    The workload's objects (a few hundred thousand at 100k) are frozen out of the cyclic
+    GC first: nervamem runs in this process, and every full collection its allocations
+    trigger would traverse them, a cost of the bench and not of nervamem (the peers run
+    in processes of their own)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
     samples: dict[str, list[float]] = {s.name: [] for s in systems}
     for system in systems:
         system.open()
