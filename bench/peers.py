@@ -59,7 +59,6 @@ AGENTRECALL = PEERS / "venv-agentrecall" / "bin" / "python"
 MCP_SERVER = (
     PEERS / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
 )
-RESULTS = ROOT / "bench" / "results.md"
 BEGIN, END = "<!-- peers:begin -->", "<!-- peers:end -->"
 BUDGET = 500
 VOCABULARY = 5_000
@@ -598,17 +597,6 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_results(section: str) -> None:
-    text = RESULTS.read_text(encoding="utf-8")
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        text = head + section.rstrip("\n") + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    RESULTS.write_text(text, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1k,20k,100k")
@@ -642,7 +630,9 @@ def main(argv: list[str] | None = None) -> int:
     section = render(data)
     print(section)
     if not args.no_write:
-        write_results(section)
+        from team import write_results  # the same results.md, our markers
+
+        write_results(section, BEGIN, END)
     return 0
 
 
