@@ -36,6 +36,7 @@ def count_accesses(storage: Storage, ids: list[str]) -> None:
         # makes it durable, and a power cut can at worst lose the count.
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("BEGIN IMMEDIATE")
+        storage.bookkeeping = True
         conn.executemany(sql, rows)
         conn.execute("COMMIT")
     except sqlite3.Error:

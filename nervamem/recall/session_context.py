@@ -73,16 +73,29 @@ def session_context(
     seeds = sorted(found.values(), key=lambda c: -c.relevance)[:CONTEXT_SEEDS]
     if not seeds:
         return found
-    wanted = sorted({c.seq + d for c in seeds for d in range(-CONTEXT_SPAN, CONTEXT_SPAN + 1)})
+    # Only a seed in a session has context: the windows of the others are not read (a
+    # store written without sessions reads none).
+    session_of = sessions_of(conn, [c.id for c in seeds])
+    wanted = sorted(
+        {
+            c.seq + d
+            for c in seeds
+            if c.id in session_of
+            for d in range(-CONTEXT_SPAN, CONTEXT_SPAN + 1)
+        }
+    )
     mask, mask_params = mask_sql(as_of)
-    rows = conn.execute(
-        f"SELECT {NODE_COLUMNS}, e.dst FROM mem_nodes n JOIN mem_edges e "
-        "ON e.src = n.id AND e.kind = 'OCCURRED_IN' "
-        f"WHERE n.seq IN ({','.join('?' * len(wanted))}) AND +n.namespace = ? AND {mask}",
-        [*wanted, namespace, *mask_params],
-    ).fetchall()
+    rows = (
+        conn.execute(
+            f"SELECT {NODE_COLUMNS}, e.dst FROM mem_nodes n JOIN mem_edges e "
+            "ON e.src = n.id AND e.kind = 'OCCURRED_IN' "
+            f"WHERE n.seq IN ({','.join('?' * len(wanted))}) AND +n.namespace = ? AND {mask}",
+            [*wanted, namespace, *mask_params],
+        ).fetchall()
+        if wanted
+        else []
+    )
     by_session: dict[str, list[NodeRow]] = {}
-    session_of: dict[str, str] = {}
     for row in rows:
         by_session.setdefault(row[-1], []).append(row[:-1])
         session_of[row[0]] = row[-1]

@@ -133,3 +133,22 @@ def test_namespaces_never_leak_and_current_is_current(tmp_path_factory, spec, qu
                 assert valid_from <= after and (valid_until is None or valid_until > before)
     finally:
         store.close()
+
+
+ASCII_TEXT = st.text(alphabet="abdeiloprstuvxy _-.'SDE0123", max_size=60)
+
+
+@given(text=ASCII_TEXT, common=st.lists(st.text(alphabet="abdeilrsu", min_size=1, max_size=8)))
+@settings(max_examples=400, deadline=None)
+def test_common_terms_in_ascii_text_are_found_as_the_pattern_finds_them(
+    text: str, common: list[str]
+) -> None:
+    """The string search that score_rows uses on ASCII text finds exactly the common
+    terms that the case-insensitive, word-start pattern finds (overlaps and roots that
+    start at the same place included)."""
+    from nervamem.recall import relevance
+
+    pattern = relevance._common_matcher(common)
+    expected = {m.lastindex for m in pattern.finditer(text) if m.lastindex} if pattern else set()
+    roots = [relevance._root(term) for term in common]
+    assert relevance._common_in_ascii(text.lower(), roots) == expected
