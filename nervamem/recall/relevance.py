@@ -73,7 +73,7 @@ def score_rows(
         else None
     )
     finder = _common_matcher(common)
-    roots = [_root(term) for term in common]
+    roots = _common_roots(common)
     ascii_terms = all(term.isascii() for term in terms)
     words = [words_of(row[2]) for row in rows]
     specific = specificity(words, terms)
@@ -139,38 +139,45 @@ def _root(term: str) -> str:
     return term
 
 
+def _common_roots(common: list[str]) -> list[list[str]]:
+    """Per common term, the roots looked for in a candidate's text: the term's own and
+    those of its past forms (search looks them up together: recall/irregular.py)."""
+    return [[_root(form) for form in (term, *past_forms(term))] for term in common]
+
+
 def _common_matcher(common: list[str]) -> re.Pattern[str] | None:
-    """One pattern that finds any common term (or a past form of it, as search looks
-    them up: recall/irregular.py) at a word start; group i is term i."""
+    """One pattern that finds any common term (or a past form of it) at a word start;
+    group i is term i."""
     if not common:
         return None
     groups = "|".join(
-        "(" + "|".join(re.escape(_root(form)) for form in (term, *past_forms(term))) + ")"
-        for term in common
+        "(" + "|".join(re.escape(root) for root in roots) + ")" for roots in _common_roots(common)
     )
     return re.compile(rf"(?<![^\W_])(?:{groups})", re.IGNORECASE)
 
 
-def _common_in_ascii(lowered: str, roots: Sequence[str]) -> set[int]:
+def _common_in_ascii(lowered: str, roots: Sequence[Sequence[str]]) -> set[int]:
     """What ``_common_matcher(common).finditer`` finds in an ASCII text (group numbers,
-    from 1), from the text lowered and the terms' roots: a root counts where it starts a
-    word (no letter or digit before it) and no earlier match covers it; where two roots
-    start at the same place, the first one (the pattern tries them in order)."""
-    starts: list[tuple[int, int]] = []
-    for number, root in enumerate(roots, start=1):
-        at = lowered.find(root)
-        while at != -1:
-            if at == 0 or not lowered[at - 1].isalnum():
-                starts.append((at, number))
-            at = lowered.find(root, at + 1)
+    from 1), from the text lowered and each term's roots (:func:`_common_roots`): a root
+    counts where it starts a word (no letter or digit before it) and no earlier match
+    covers it; where several roots start at the same place, the one the pattern tries
+    first (groups in order, and a group's roots in order) decides the match's length."""
+    starts: list[tuple[int, int, int]] = []
+    for number, forms in enumerate(roots, start=1):
+        for order, root in enumerate(forms):
+            at = lowered.find(root)
+            while at != -1:
+                if at == 0 or not lowered[at - 1].isalnum():
+                    starts.append((at, number, order))
+                at = lowered.find(root, at + 1)
     if len(starts) > 1:
         starts.sort()
     found: set[int] = set()
     end = 0
-    for at, number in starts:
+    for at, number, order in starts:
         if at >= end:
             found.add(number)
-            end = at + max(len(roots[number - 1]), 1)
+            end = at + max(len(roots[number - 1][order]), 1)
     return found
 
 
