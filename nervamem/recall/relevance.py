@@ -232,13 +232,19 @@ def _proximity(
         earned = sum(
             weight
             for a, b, weight in wanted
-            if where[a]
-            and where[b]
-            and min(abs(x - y) for x in where[a] for y in where[b]) <= PROXIMITY_WINDOW
+            if where[a] and where[b] and _within(where[a], where[b], PROXIMITY_WINDOW)
         )
         return PROXIMITY_WEIGHT * earned / total
 
     return boost
+
+
+def _within(first: Sequence[int], second: Sequence[int], window: int) -> bool:
+    """Whether a position of ``first`` lies within ``window`` of one of ``second``: linear
+    in the positions, as a memory of a megabyte holds a common word thousands of times
+    and comparing every pair took recall minutes."""
+    near = set(second)
+    return any(x + step in near for x in first for step in range(-window, window + 1))
 
 
 _MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")

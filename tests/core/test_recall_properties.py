@@ -158,3 +158,19 @@ def test_common_terms_in_ascii_text_are_found_as_the_pattern_finds_them(
     expected = {m.lastindex for m in pattern.finditer(text) if m.lastindex} if pattern else set()
     roots = relevance._common_roots(common)
     assert relevance._common_in_ascii(text.lower(), roots) == expected
+
+
+POSITIONS = st.lists(st.integers(min_value=0, max_value=60), unique=True).map(sorted)
+
+
+@given(first=POSITIONS, second=POSITIONS, window=st.integers(min_value=0, max_value=4))
+@settings(max_examples=300, deadline=None)
+def test_proximity_window_check_equals_every_pair_compared(
+    first: list[int], second: list[int], window: int
+) -> None:
+    """The linear window check that term proximity uses (a memory of a megabyte holds a
+    word thousands of times) answers as comparing every pair of positions does."""
+    from nervamem.recall import relevance
+
+    every_pair = any(abs(x - y) <= window for x in first for y in second)
+    assert relevance._within(first, second, window) == every_pair
