@@ -14,11 +14,15 @@ with the reason only when the server cannot be started; under CI=true they fail 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.amber import AmberSnapshotExtension
 from typer.testing import CliRunner
 
 from nervamem import MemoryStore
@@ -86,6 +90,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     else:
         engines = ("sqlite",)
     metafunc.parametrize("engine", engines, indirect=True)
+
+
+# The engine's part of a parametrised test's ID: [sqlite], [postgresql-x], [x-sqlite].
+_ENGINE_ID = re.compile(
+    r"(?<=\[)(?:sqlite|postgresql)-|-(?:sqlite|postgresql)(?=\])|\[(?:sqlite|postgresql)\]"
+)
+
+
+class EngineNeutralAmber(AmberSnapshotExtension):
+    """Snapshots named without the engine: both engines must print the very same."""
+
+    @classmethod
+    def get_snapshot_name(cls, *, test_location: Any, index: Any = 0) -> str:
+        name = super().get_snapshot_name(test_location=test_location, index=index)
+        return _ENGINE_ID.sub("", name)
+
+
+@pytest.fixture
+def snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+    return snapshot.use_extension(EngineNeutralAmber)
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +31,7 @@ def test_a_session_started_with_ns_is_active_for_that_namespace(
     assert with_x.current().session is None
 
 
+@pytest.mark.sqlite_only  # the SQLite file itself
 def test_switching_back_resumes_the_session_left_there(store: MemoryStore) -> None:
     first = store.start_session("in default")
     store.switch_namespace("other")
