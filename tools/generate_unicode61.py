@@ -22,7 +22,9 @@ TARGET = Path(__file__).resolve().parent.parent / "nervamem" / "storage" / "unic
 
 def probe() -> tuple[list[tuple[int, int]], dict[int, str]]:
     conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE VIRTUAL TABLE t USING fts5 (x, tokenize = 'unicode61 remove_diacritics 2')")
+    conn.execute(
+        "CREATE VIRTUAL TABLE t USING fts5 (x, tokenize = 'unicode61 remove_diacritics 2')"
+    )
     conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab (t, 'instance')")
     points = [cp for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF]
     conn.executemany(
@@ -40,7 +42,7 @@ def probe() -> tuple[list[tuple[int, int]], dict[int, str]]:
                 separators[-1] = (separators[-1][0], cp)
             else:
                 separators.append((cp, cp))
-        elif len(found) == 1 and len(found[0]) in (2, 3) and found[0][::len(found[0]) - 1] == "aa":
+        elif len(found) == 1 and len(found[0]) in (2, 3) and found[0][:: len(found[0]) - 1] == "aa":
             if found[0][1:-1] != chr(cp):
                 fold[cp] = found[0][1:-1]
         else:
