@@ -61,14 +61,15 @@ def search(
     keys = content_terms(terms)
     if not keys:
         return {}
-    total = max(int(conn.execute("SELECT max(seq) FROM mem_nodes").fetchone()[0] or 0), 1)
     filters = _filters(as_of, kinds, apply_mask)
+    total, found_rows, reach = _postings(conn, [tokens(key) for key in keys], COMMON_DF + 1)
     postings: dict[str, set[int]] = {}
     common: list[str] = []
-    for key in keys:
-        seqs = _postings(conn, tokens(key), COMMON_DF + 1)
-        if len(seqs) > COMMON_DF:
+    rarity: dict[str, int] = {}
+    for key, seqs, seq_reached in zip(keys, found_rows, reach, strict=True):
+        if seqs is None:
             common.append(key)
+            rarity[key] = seq_reached
         elif seqs:
             postings[key] = seqs
     idf = {key: inverse_document_frequency(total, len(rows)) for key, rows in postings.items()}
@@ -78,7 +79,8 @@ def search(
     if postings:
         members = postings
     elif common:
-        members = {"": _newest_common(conn, common, namespace, filters)}
+        rarest_first = sorted(common, key=lambda key: -rarity[key])
+        members = {"": _newest_common(conn, rarest_first, namespace, filters)}
     else:
         members = {}
     found = _score(conn, namespace, members, common, idf, len(keys), terms, filters, query)
@@ -88,22 +90,45 @@ def search(
     return found
 
 
-def _postings(conn: Connection, phrase: list[str], limit: int) -> set[int]:
-    """Up to ``limit`` rows holding every term of the key (one term, nearly always)."""
-    if not phrase:
-        return set()
-    if len(phrase) == 1:
-        rows = conn.execute(
-            "SELECT seq FROM mem_search_terms WHERE term = ? LIMIT ?", (phrase[0], limit)
-        ).fetchall()
-    else:
-        distinct = list(dict.fromkeys(phrase))
-        rows = conn.execute(
-            "SELECT seq FROM mem_search_terms WHERE term = ANY (?::text[]) GROUP BY seq "
-            "HAVING count(*) = ? LIMIT ?",
-            (distinct, len(distinct), limit),
-        ).fetchall()
-    return {row[0] for row in rows}
+def _postings(
+    conn: Connection, phrases: list[list[str]], limit: int
+) -> tuple[int, list[set[int] | None], list[int]]:
+    """The largest seq (search.py's corpus size for IDF); for each key the rows that hold
+    all of its terms (one term, nearly always), None when more than ``limit - 1`` do; and
+    for each key the seq its posting list reaches at ``limit`` rows, which orders common
+    terms from rarest (highest) to most common for free. One round trip: a LIMIT scan
+    of the primary key per key term."""
+    single = [phrase[0] if len(phrase) == 1 else None for phrase in phrases]
+    rows = conn.execute(
+        "SELECT (SELECT max(seq) FROM mem_nodes), k.i, s.n, s.seqs, s.reach "
+        "FROM unnest(?::text[]) WITH ORDINALITY AS k (term, i) CROSS JOIN LATERAL "
+        "(SELECT count(*) AS n, CASE WHEN count(*) < ? THEN array_agg(seq) END AS seqs, "
+        "max(seq) AS reach FROM (SELECT seq FROM mem_search_terms t WHERE t.term = k.term "
+        "ORDER BY seq LIMIT ?) AS p) AS s "
+        "ORDER BY k.i",
+        ([term or "" for term in single], limit, limit),
+    ).fetchall()
+    total = max(int(rows[0][0] or 0), 1)
+    found: list[set[int] | None] = []
+    for phrase, (_, _, count, seqs, _) in zip(phrases, rows, strict=True):
+        if len(phrase) > 1:
+            found.append(_all_terms(conn, phrase, limit))
+        elif not phrase:
+            found.append(set())
+        else:
+            found.append(set(seqs or ()) if count < limit else None)
+    return total, found, [int(row[4] or 0) for row in rows]
+
+
+def _all_terms(conn: Connection, phrase: list[str], limit: int) -> set[int] | None:
+    """Rows holding every term of a key that FTS5 cuts in several (see the module)."""
+    distinct = list(dict.fromkeys(phrase))
+    rows = conn.execute(
+        "SELECT seq FROM mem_search_terms WHERE term = ANY (?::text[]) GROUP BY seq "
+        "HAVING count(*) = ? LIMIT ?",
+        (distinct, len(distinct), limit),
+    ).fetchall()
+    return {row[0] for row in rows} if len(rows) < limit else None
 
 
 def _filters(
@@ -117,9 +142,12 @@ def _filters(
 
 
 def _holds(term_count: int, alias: str = "t") -> str:
-    """SQL: row ``alias``.seq holds each of ``term_count`` terms (one ``?`` each)."""
+    """SQL: row ``alias``.seq holds each of ``term_count`` terms (one ``?`` each), probed
+    in order, the first failure ending the row's test. ``OFFSET 0`` keeps each EXISTS a
+    probe: turned into joins, six of them cost ~20 ms of planning alone."""
     return " AND ".join(
-        f"EXISTS (SELECT 1 FROM mem_search_terms h WHERE h.term = ? AND h.seq = {alias}.seq)"
+        "EXISTS (SELECT 1 FROM mem_search_terms h WHERE h.term = ? "
+        f"AND h.seq = {alias}.seq OFFSET 0)"
         for _ in range(term_count)
     )
 
@@ -129,7 +157,9 @@ def _newest_common(
 ) -> set[int]:
     """Every key term is common: the newest rows that hold all of them (else any), among
     the rows the namespace, mask and kinds admit (filtered in the scan, before the LIMIT).
-    Each scan walks a term's posting list newest first (the primary key backwards)."""
+    Each scan walks a term's posting list newest first (the primary key backwards); for
+    all of them, the rarest term's (``common`` comes rarest first), the others probed.
+    Which rows these are does not depend on that order, only what they cost."""
     mask, mask_params = filters
     phrases = [list(dict.fromkeys(tokens(key))) for key in common]
     phrases = [phrase for phrase in phrases if phrase]
