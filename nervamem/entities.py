@@ -17,7 +17,8 @@ key, and the FTS step only accepts a name with the same digit runs.
 from __future__ import annotations
 
 import re
-import sqlite3
+
+from .storage.engine import SQLITE, Connection, dialect_of
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEPARATORS = re.compile(r"[\s\-_.:/\\]+")
@@ -65,7 +66,7 @@ def words(name: str) -> list[str]:
     return _WORD.findall(camel_to_snake(name))
 
 
-def find_entity(conn: sqlite3.Connection, namespace: str, name: str) -> str | None:
+def find_entity(conn: Connection, namespace: str, name: str) -> str | None:
     """Return the ID of the live entity that ``name`` denotes, or None."""
     key = folded(name)
     # The stripped form last: it finds entities of older stores by the alias they have.
@@ -86,17 +87,28 @@ def find_entity(conn: sqlite3.Connection, namespace: str, name: str) -> str | No
     return _find_by_fts(conn, namespace, name)
 
 
-def _find_by_fts(conn: sqlite3.Connection, namespace: str, name: str) -> str | None:
+def _find_by_fts(conn: Connection, namespace: str, name: str) -> str | None:
     name_words = words(name)
     if not name_words:
         return None
-    phrase = '"' + " ".join(w.replace('"', '""') for w in name_words) + '"'
-    rows = conn.execute(
-        "SELECT n.id, n.content FROM mem_fts JOIN mem_nodes n ON n.seq = mem_fts.rowid "
-        "WHERE mem_fts MATCH ? AND n.kind = 'entity' AND n.namespace = ? AND n.tombstoned = 0 "
-        "ORDER BY bm25(mem_fts) LIMIT 20",
-        (phrase, namespace),
-    ).fetchall()
+    if dialect_of(conn) == SQLITE:
+        phrase = '"' + " ".join(w.replace('"', '""') for w in name_words) + '"'
+        rows = conn.execute(
+            "SELECT n.id, n.content FROM mem_fts JOIN mem_nodes n ON n.seq = mem_fts.rowid "
+            "WHERE mem_fts MATCH ? AND n.kind = 'entity' AND n.namespace = ? "
+            "AND n.tombstoned = 0 ORDER BY bm25(mem_fts) LIMIT 20",
+            (phrase, namespace),
+        ).fetchall()
+    else:
+        # The same phrase, stemmed, over the entities' own text-search index
+        # (postgres_schema.py): entity resolution needs no search tables.
+        rows = conn.execute(
+            "SELECT n.id, n.content FROM mem_nodes n "
+            "WHERE to_tsvector('nervamem_english', n.content) @@ "
+            "phraseto_tsquery('nervamem_english', ?) AND n.kind = 'entity' "
+            "AND n.namespace = ? AND n.tombstoned = 0 ORDER BY n.seq LIMIT 20",
+            (" ".join(name_words), namespace),
+        ).fetchall()
     name_digits = digit_runs(name)
     for entity_id, content in rows:
         # A phrase hit inside a longer name ("auth" in "auth_service") is another entity;

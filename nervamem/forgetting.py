@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING
 
 from . import nodes, writing
 from .sessions import forget_active_session
-from .storage import search_index
 
 if TYPE_CHECKING:
     from .models import ForgetResult
-    from .storage.sqlite import Storage
+    from .storage.engine import Storage
 
 
 def forget(storage: Storage, ref: str, *, purge: bool = False) -> ForgetResult:
@@ -58,9 +57,7 @@ def purge_node(storage: Storage, node_id: str) -> tuple[str, ...]:
     where SQLite was built without SECURE_DELETE (an update that moves a row, an
     alias taken over; tests/reliability/test_purge.py shows it).
     """
-    secure_before = storage.connection.execute("PRAGMA secure_delete").fetchone()[0]
-    storage.connection.execute("PRAGMA secure_delete = ON")
-    try:
+    with storage.secure_deletes():
         with storage.transaction():
             removed = delete_purged(storage, node_id, relink=True)
             if storage.events is not None:
@@ -70,10 +67,8 @@ def purge_node(storage: Storage, node_id: str) -> tuple[str, ...]:
             # 'rebuild' rather than 'optimize': the optimized segment goes one level
             # above the highest in use, so repeated purges grew the index structure
             # until FTS5 refused to load it (search_index.py).
-            search_index.rebuild(storage.connection)
+            storage.rebuild_search_index()
         storage.scrub_files()
-    finally:
-        storage.connection.execute(f"PRAGMA secure_delete = {int(secure_before)}")
     return removed
 
 
@@ -91,10 +86,10 @@ def delete_purged(storage: Storage, node_id: str, *, relink: bool) -> tuple[str,
     ]
     if relink:
         conn.execute(
-            "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at) "
+            "INSERT INTO mem_edges (src, dst, kind, created_at) "
             "SELECT newer.src, older.dst, 'SUPERSEDES', ? FROM mem_edges newer "
             "JOIN mem_edges older ON older.src = newer.dst AND older.kind = 'SUPERSEDES' "
-            "WHERE newer.dst = ? AND newer.kind = 'SUPERSEDES'",
+            "WHERE newer.dst = ? AND newer.kind = 'SUPERSEDES' ON CONFLICT DO NOTHING",
             (storage.now(), node_id),
         )
     forget_active_session(storage, node_id)

@@ -1,8 +1,19 @@
-"""Shared fixtures: real SQLite files in tmp_path, a fixed clock and a counting ID source
-so that IDs and times in snapshots are deterministic (no matcher that accepts anything)."""
+"""Shared fixtures: real stores (SQLite files in tmp_path, or a fresh schema of the
+PostgreSQL server the session starts: tests/pg_server.py), a fixed clock and a counting
+ID source so that IDs and times in snapshots are deterministic (no matcher that accepts
+anything).
+
+Engines: a test that uses ``store``, ``make_store``, ``cli`` or ``db_path`` (all
+through the ``engine`` fixture) runs once per engine in tests/core, tests/cli and
+tests/mcp, with the same assertions and the same snapshots: the same output on both is
+the point. Elsewhere, or marked ``sqlite_only`` (a test about the SQLite file itself:
+its WAL, its folder, state.yaml), it runs on SQLite only. PostgreSQL tests are skipped
+with the reason only when the server cannot be started; under CI=true they fail instead.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -58,14 +69,62 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
 
 
+BOTH_ENGINES_UNDER = ("core", "cli", "mcp")
+ENGINES = ("sqlite", "postgresql")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "engine" not in metafunc.fixturenames:
+        return
+    folder = Path(str(metafunc.definition.fspath)).parent.name
+    if metafunc.definition.get_closest_marker("postgresql_only"):
+        engines: tuple[str, ...] = ("postgresql",)
+    elif metafunc.definition.get_closest_marker("sqlite_only"):
+        engines = ("sqlite",)
+    elif folder in BOTH_ENGINES_UNDER:
+        engines = ENGINES
+    else:
+        engines = ("sqlite",)
+    metafunc.parametrize("engine", engines, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[object]:
+    """The session's PostgreSQL server, started on first use (tests/pg_server.py)."""
+    from .pg_server import PgServer, PgUnavailable
+
+    try:
+        server = PgServer()
+        server.start()
+    except PgUnavailable as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"PostgreSQL is required under CI=true and could not start: {exc}")
+        pytest.skip(f"PostgreSQL could not be started: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def engine(request: pytest.FixtureRequest) -> str:
+    return str(getattr(request, "param", "sqlite"))
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "store" / "memory.db"
+def db_path(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    """The store a test uses: a file in tmp_path on SQLite; on PostgreSQL the URL of a
+    fresh schema (a str: what ``--db`` and ``MemoryStore()`` take alike, so a test that
+    only opens the store runs on both; one about the file is ``sqlite_only``)."""
+    if engine == "sqlite":
+        return tmp_path / "store" / "memory.db"
+    server = request.getfixturevalue("pg_server")
+    return server.fresh_url()  # type: ignore[no-any-return]
 
 
 @pytest.fixture
@@ -93,7 +152,7 @@ def store(make_store: Callable[..., MemoryStore]) -> MemoryStore:
 
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch, db_path: Path, clock: FakeClock) -> Callable[..., object]:
-    """Run the CLI in-process against db_path with the fixed clock and IDs.
+    """Run the CLI in-process against the store (db_path) with the fixed clock and IDs.
 
     Returns a function ``run(*args, input=None, env=None)`` giving Click's Result, whose
     ``stdout`` and ``stderr`` are separate."""

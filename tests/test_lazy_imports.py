@@ -38,6 +38,7 @@ HEAVY = (
     # The MCP SDK and what it runs on: only `nervamem mcp` serving loads them.
     "mcp",
     "mcp_types",
+    "psycopg",
     "anyio",
 )
 

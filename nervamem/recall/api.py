@@ -10,13 +10,13 @@ step is its own module in this package; what is here is how the budget sizes the
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from .. import conflicts, nodes
 from ..models import RecallItem, RecallResult
+from ..storage.engine import Connection
 from ..timeparse import format_time, parse_time, to_datetime
 from .access_counts import count_accesses
 from .candidates import reasons_of, sessions_of
@@ -32,7 +32,7 @@ from .tokens import get_counter
 from .validation import check_recall_request
 
 if TYPE_CHECKING:
-    from ..storage.sqlite import Storage
+    from ..storage.engine import Storage
 
 # Items completed (session, short IDs, a decision's reasons) at a time when packing asks for one.
 COMPLETE_CHUNK = 16
@@ -116,9 +116,7 @@ def run_recall(
     )
 
 
-def _until_known(
-    conn: sqlite3.Connection, node_ids: list[str], known_at: str
-) -> dict[str, str | None]:
+def _until_known(conn: Connection, node_ids: list[str], known_at: str) -> dict[str, str | None]:
     marks = ",".join("?" * len(node_ids))
     rows = conn.execute(
         f"SELECT n.id, {until_known_sql('n')} FROM mem_nodes n WHERE n.id IN ({marks})",

@@ -19,7 +19,7 @@ from .search import search
 from .validation import check_timeline_request
 
 if TYPE_CHECKING:
-    from ..storage.sqlite import Storage
+    from ..storage.engine import Storage
 
 
 def run_timeline(

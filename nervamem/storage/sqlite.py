@@ -40,6 +40,7 @@ from ..locate import resolve_db_path, shown_path
 from ..state import State, load_state, validate_namespace
 from ..state import save_state as write_state_file
 from ..timeparse import format_time
+from .engine import SQLITE
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ def utc_now() -> datetime:
 
 
 class Storage:
+    engine = SQLITE
+
     def __init__(
         self,
         db_path: str | os.PathLike[str] | None = None,
@@ -67,6 +70,7 @@ class Storage:
         busy_timeout_ms: int | None = None,
     ) -> None:
         self.path = resolve_db_path(db_path)
+        self.location = str(self.path)
         self.clock = clock or utc_now
         self.random = random_source or random_bits
         # --ns for one command: the namespace in use without switching the active one.
@@ -361,6 +365,28 @@ class Storage:
             return
         write_state_file(self.path, state)
         self._state = state
+
+    @contextmanager
+    def secure_deletes(self) -> Iterator[None]:
+        """Deletes inside zero the freed cells and pages (a purge)."""
+        before = self.connection.execute("PRAGMA secure_delete").fetchone()[0]
+        self.connection.execute("PRAGMA secure_delete = ON")
+        try:
+            yield
+        finally:
+            self.connection.execute(f"PRAGMA secure_delete = {int(before)}")
+
+    def rebuild_search_index(self) -> None:
+        """Inside a write transaction: the FTS5 index made anew (search_index.py)."""
+        from . import search_index
+
+        search_index.rebuild(self.connection)
+
+    def size_bytes(self) -> int:
+        """The store file and its WAL."""
+        return sum(
+            os.path.getsize(p) for p in (self.path, Path(f"{self.path}-wal")) if os.path.exists(p)
+        )
 
     def scrub_files(self) -> None:
         try:
