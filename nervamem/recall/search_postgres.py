@@ -28,18 +28,37 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from ..storage.engine import POSTGRESQL, Connection, dialect_of
 from ..storage.postgres_search import totals
 from ..storage.tokenizer import tokens
 from .candidates import NODE_COLUMNS, Candidate, NodeRow
 from .mask import KnownAt, mask_sql
 from .relevance import date_spans, inverse_document_frequency, score_rows, term_weights
 from .search import COMMON_DF, PRE_LIMIT, PREFIX_LIMIT, PREFIX_SCAN, PREFIX_WEIGHT
+from .search import search as search_sqlite
 from .terms import content_terms, query_terms
 
-if TYPE_CHECKING:
-    from ..storage.engine import Connection
+
+class Search(Protocol):
+    def __call__(
+        self,
+        conn: Connection,
+        namespace: str,
+        query: str,
+        *,
+        as_of: str | KnownAt | None,
+        kinds: Sequence[str] | None,
+        want: int,
+        apply_mask: bool = True,
+    ) -> dict[str, Candidate]: ...
+
+
+def search_for(conn: Connection) -> Search:
+    """The search of ``conn``'s engine: search.search on SQLite, this module's here."""
+    return search if dialect_of(conn) == POSTGRESQL else search_sqlite
+
 
 # FTS5's bm25() constants (fts5_aux.c).
 FTS5_K1 = 1.2
@@ -134,11 +153,12 @@ def _all_terms(conn: Connection, phrase: list[str], limit: int) -> set[int] | No
 def _filters(
     as_of: str | KnownAt | None, kinds: Sequence[str] | None, apply_mask: bool
 ) -> tuple[str, list[Any]]:
-    mask, params = mask_sql(as_of) if apply_mask else ("n.tombstoned = 0", [])
+    mask, mask_params = mask_sql(as_of) if apply_mask else ("n.tombstoned = 0", [])
+    params: list[Any] = list(mask_params)
     if kinds:
         mask += " AND n.kind = ANY (?::text[])"
-        params = [*params, list(kinds)]
-    return mask, list(params)
+        params.append(list(kinds))
+    return mask, params
 
 
 def _holds(term_count: int, alias: str = "t") -> str:
