@@ -25,7 +25,7 @@ from .mask import KnownAt, mask_sql, until_known_sql
 from .packing import pack
 from .questions import damp_questions
 from .scoring import Scored, above_floor, top_k
-from .search import search
+from .search_postgres import search_for
 from .session_context import session_context
 from .sessions_rank import rank_sessions
 from .tokens import get_counter
@@ -76,7 +76,9 @@ def run_recall(
     mask: str | KnownAt = mask_time if known_at_text is None else KnownAt(mask_time, known_at_text)
     conn = storage.connection
 
-    found = search(conn, ns, query, as_of=mask, kinds=kinds, want=_candidate_target(budget_tokens))
+    found = search_for(conn)(
+        conn, ns, query, as_of=mask, kinds=kinds, want=_candidate_target(budget_tokens)
+    )
     if hops > 0 and found:
         found = session_context(conn, ns, found, as_of=mask, kinds=kinds)
         found = expand(

@@ -54,6 +54,7 @@ from ..locate import STORE_DIR, home_store, working_folder
 from ..state import State, state_from_text, state_text, validate_namespace
 from ..timeparse import format_time
 from .engine import POSTGRESQL, Connection, Cursor
+from .postgres_search import index_pending
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -414,6 +415,9 @@ class PostgresStorage:
                     (state_text(self._state),),
                 )
             self._state_pending = False
+            # The search index's terms come from Python (postgres_search.py): the nodes
+            # this transaction wrote are indexed before it commits.
+            index_pending(conn)
             conn.execute("COMMIT")
         except BaseException:
             if self._state_pending:

@@ -190,8 +190,16 @@ def create_migrations_table(conn: Connection) -> None:
     )
 
 
+def m002_search_index(conn: Connection) -> None:
+    """Recall's full-text index: term tables filled with FTS5's terms (postgres_search.py)."""
+    from .postgres_search import create_search_index
+
+    create_search_index(conn)
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
+    ("m002_search_index", m002_search_index),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
