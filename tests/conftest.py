@@ -135,6 +135,30 @@ def engine(request: pytest.FixtureRequest) -> str:
     return str(getattr(request, "param", "sqlite"))
 
 
+# What a store holds, table by table, for "a failed command changes nothing" on a server.
+_FINGERPRINT_TABLES = {
+    "mem_nodes": "id",
+    "mem_edges": "src, kind, dst",
+    "mem_aliases": "namespace, alias",
+    "mem_review_queue": "job_id",
+    "mem_state": "id",
+    "mem_degree": "node_id",
+}
+
+
+def store_fingerprint(db_path: Path | str) -> object:
+    """The bytes of an SQLite file; every row of a PostgreSQL store's tables."""
+    if isinstance(db_path, Path):
+        return db_path.read_bytes()
+    import psycopg
+
+    with psycopg.connect(db_path, autocommit=True) as conn:
+        return {
+            table: conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
+            for table, order in _FINGERPRINT_TABLES.items()
+        }
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()

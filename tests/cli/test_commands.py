@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import store_fingerprint
+
 Run = Callable[..., Any]
 FORMATS = ("markdown", "json", "table")
 
@@ -291,7 +293,7 @@ def test_errors_are_one_line_with_documented_exit_code(
     cli: Run, db_path: Path, args: list[str], code: int, name: str
 ) -> None:
     cli("store", "fact", "existing")
-    before = db_path.read_bytes()
+    before = store_fingerprint(db_path)
     result = cli(*args)
     assert result.exit_code == code, result.stderr
     assert result.stdout == ""
@@ -302,7 +304,7 @@ def test_errors_are_one_line_with_documented_exit_code(
     if "--format" not in args and args != ["nonsense"]:
         error = json.loads(as_json.stderr)["error"]
         assert (error["code"], error["exit_code"]) == (name, code)
-    assert db_path.read_bytes() == before
+    assert store_fingerprint(db_path) == before
 
 
 def test_ambiguous_prefix_lists_candidates(cli: Run) -> None:

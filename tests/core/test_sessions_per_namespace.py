@@ -55,6 +55,7 @@ def test_forgetting_a_session_ends_it_in_whatever_namespace(
     assert store.current().session is None
 
 
+@pytest.mark.sqlite_only  # state.yaml beside the file
 def test_an_old_state_file_is_read_and_rewritten_in_the_new_form(
     store: MemoryStore, db_path: Path
 ) -> None:
