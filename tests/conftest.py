@@ -135,6 +135,21 @@ def engine(request: pytest.FixtureRequest) -> str:
     return str(getattr(request, "param", "sqlite"))
 
 
+@pytest.fixture
+def new_store(
+    engine: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Callable[[str], Path | str]:
+    """A maker of fresh, empty stores for a test that needs one per example (hypothesis):
+    a new file, or a new schema of the server."""
+
+    def make(name: str) -> Path | str:
+        if engine == "sqlite":
+            return tmp_path_factory.mktemp(name) / "memory.db"
+        return str(request.getfixturevalue("pg_server").fresh_url())
+
+    return make
+
+
 # What a store holds, table by table, for "a failed command changes nothing" on a server.
 _FINGERPRINT_TABLES = {
     "mem_nodes": "id",

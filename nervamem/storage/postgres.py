@@ -160,8 +160,10 @@ def translate(sql: str) -> tuple[str, tuple[int, ...] | None]:
     def replace(match: re.Match[str]) -> str:
         nonlocal plain
         text = match.group(0)
-        if text[0] in "'\"" or text == "::":
+        if text == "::":
             return text
+        if text[0] in "'\"":  # psycopg reads every '%' of a statement with parameters
+            return text.replace("%", "%%")
         if text == "%":
             return "%%"
         if text[0] == "?":
@@ -179,6 +181,8 @@ def translate(sql: str) -> tuple[str, tuple[int, ...] | None]:
 
 
 def _arguments(sql: str, parameters: Any) -> tuple[str, Any]:
+    if not parameters:  # psycopg sends a statement without parameters as it is
+        return sql, None
     translated, order = translate(sql)
     if order is not None:
         parameters = [parameters[i] for i in order]
