@@ -49,10 +49,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import BadInputError, SchemaTooNewError, StoreError, StoreLockedError
-from ..ids import RandomSource, make_id, random_bits
+from ..ids import RandomSource, random_bits
 from ..locate import STORE_DIR, home_store, working_folder
 from ..state import State, state_from_text, state_text, validate_namespace
-from ..timeparse import format_time
+from .common import StorageBase
 from .engine import POSTGRESQL, Connection, Cursor
 from .postgres_search import index_pending
 
@@ -229,7 +229,7 @@ class PgConnection:
         self.raw.close()
 
 
-class PostgresStorage:
+class PostgresStorage(StorageBase):
     engine = POSTGRESQL
 
     def __init__(
@@ -241,6 +241,7 @@ class PostgresStorage:
         random_source: RandomSource | None = None,
         busy_timeout_ms: int | None = None,
     ) -> None:
+        super().__init__()
         self.url = url
         self.location = shown_url(url)
         self.secrets = secrets_of(url)
@@ -258,8 +259,6 @@ class PostgresStorage:
         )
         self.connect_timeout_s = _env_int(ENV_CONNECT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT_S)
         self.statement_timeout_ms = _env_int(ENV_STATEMENT_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT_MS)
-        self._state: State | None = None
-        self._state_pending = False
         self.created = False  # whether opening it created nervamem's tables
         self.path = companion_folder() / "postgresql"
         self._connection: PgConnection | None = None
@@ -273,7 +272,13 @@ class PostgresStorage:
         return self._connection
 
     def _open(self) -> PgConnection:
-        import psycopg
+        try:
+            import psycopg
+        except ImportError:
+            raise StoreError(
+                f"{self.location} is a PostgreSQL store, and the driver is not installed: "
+                "pip install 'nervamem[postgres]'"
+            ) from None
 
         try:
             raw = psycopg.connect(
@@ -437,38 +442,10 @@ class PostgresStorage:
             self.in_transaction = False
             self.transaction_time = None
 
-    # ------------------------------------------------------------------ clock and IDs
-    def moment(self) -> datetime:
-        return self.transaction_time or self.clock()
-
-    def now(self) -> str:
-        return format_time(self.moment())
-
-    def new_id(self, kind: str) -> str:
-        return make_id(kind, int(self.moment().timestamp() * 1000), self.random())
-
     # ------------------------------------------------------------------ state
-    def _load_state(self) -> State:
+    def read_state(self) -> State:
         row = self.connection.execute("SELECT body FROM mem_state WHERE id = 1").fetchone()
         return state_from_text(row[0], f"{self.location} (mem_state)") if row else State()
-
-    @property
-    def state(self) -> State:
-        if self._state is None:
-            self._state = self._load_state()
-        return self._state
-
-    @property
-    def namespace(self) -> str:
-        return self.namespace_override or self.state.namespace
-
-    def namespace_for(self, namespace: str | None) -> str:
-        return validate_namespace(namespace) if namespace is not None else self.namespace
-
-    def reload_state(self) -> State:
-        if not self._state_pending:
-            self._state = self._load_state()
-        return self.state
 
     def save_state(self, state: State) -> None:
         self._state = state
