@@ -6,10 +6,12 @@ file, a row of ``mem_state`` on PostgreSQL)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from ..errors import BadInputError
 from ..ids import make_id
 from ..state import State, validate_namespace
 from ..timeparse import format_time
@@ -64,3 +66,18 @@ class StorageBase:
         if not self._state_pending:
             self._state = self.read_state()
         return self.state
+
+
+def env_whole_number(name: str, default: int, unit: str) -> int:
+    """A setting from the environment (a timeout): unset or blank is ``default``;
+    anything but a whole number >= 0 is bad input."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise BadInputError(f"{name}={raw[:40]!r} is not a whole number of {unit} >= 0")
+    return value

@@ -37,7 +37,6 @@ a transaction are single statements, each its own snapshot.
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -52,7 +51,7 @@ from ..errors import BadInputError, SchemaTooNewError, StoreError, StoreLockedEr
 from ..ids import RandomSource, random_bits
 from ..locate import STORE_DIR, home_store, working_folder
 from ..state import State, state_from_text, state_text, validate_namespace
-from .common import StorageBase
+from .common import StorageBase, env_whole_number
 from .engine import POSTGRESQL, Connection, Cursor
 from .postgres_search import index_pending
 
@@ -118,19 +117,6 @@ def secrets_of(url: str) -> list[str]:
     found = [parts.password] if parts.password else []
     found += [v for k, v in parse_qsl(parts.query) if k.lower() == "password" and v]
     return [secret for secret in found if secret]
-
-
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise BadInputError(f"{name}={raw[:40]!r} is not a whole number >= 0")
-    return value
 
 
 def companion_folder() -> Path:
@@ -255,10 +241,14 @@ class PostgresStorage(StorageBase):
         self.busy_timeout_ms = (
             busy_timeout_ms
             if busy_timeout_ms is not None
-            else _env_int(ENV_BUSY_TIMEOUT, DEFAULT_BUSY_TIMEOUT_MS)
+            else env_whole_number(ENV_BUSY_TIMEOUT, DEFAULT_BUSY_TIMEOUT_MS, "milliseconds")
         )
-        self.connect_timeout_s = _env_int(ENV_CONNECT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT_S)
-        self.statement_timeout_ms = _env_int(ENV_STATEMENT_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT_MS)
+        self.connect_timeout_s = env_whole_number(
+            ENV_CONNECT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT_S, "seconds"
+        )
+        self.statement_timeout_ms = env_whole_number(
+            ENV_STATEMENT_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT_MS, "milliseconds"
+        )
         self.created = False  # whether opening it created nervamem's tables
         self.path = companion_folder() / "postgresql"
         self._connection: PgConnection | None = None

@@ -39,7 +39,7 @@ from ..ids import RandomSource, random_bits
 from ..locate import resolve_db_path, shown_path
 from ..state import State, load_state, validate_namespace
 from ..state import save_state as write_state_file
-from .common import StorageBase
+from .common import StorageBase, env_whole_number
 from .engine import SQLITE
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -79,7 +79,9 @@ class Storage(StorageBase):
         self.in_transaction = False
         self.transaction_time: datetime | None = None
         if busy_timeout_ms is None:
-            busy_timeout_ms = _busy_timeout_from_env()
+            busy_timeout_ms = env_whole_number(
+                ENV_BUSY_TIMEOUT, DEFAULT_BUSY_TIMEOUT_MS, "milliseconds"
+            )
         self.busy_timeout_ms = busy_timeout_ms
         self.read_only = False
         # Writers take turns in a queue (write_queue.py), made at the first write after
@@ -461,18 +463,3 @@ def _wal_has_frames(wal: str) -> bool:
         return False
     page = max(int.from_bytes(header[8:12], "big"), MIN_PAGE_BYTES)
     return size >= WAL_HEADER_BYTES + WAL_FRAME_HEADER_BYTES + page
-
-
-def _busy_timeout_from_env() -> int:
-    raw = os.environ.get(ENV_BUSY_TIMEOUT, "").strip()
-    if not raw:
-        return DEFAULT_BUSY_TIMEOUT_MS
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise BadInputError(
-            f"{ENV_BUSY_TIMEOUT}={raw[:40]!r} is not a whole number of milliseconds >= 0"
-        )
-    return value
