@@ -14,7 +14,8 @@ alike. Where PostgreSQL differs, the schema bridges it instead of the features:
 * ``json_extract(text, '$.key')`` and ``instr`` exist as SQL functions with SQLite's
   meaning for the JSON objects nervamem stores (a string comes back as its text, any
   other value as its JSON text);
-* ``mem_degree`` is kept by triggers, as in SQLite.
+* ``mem_degree`` is kept by triggers, as in SQLite, and so is ``why`` (SQLite computes it
+  as a virtual generated column);
 
 Applied migrations are rows of ``mem_migrations`` (version, name); a database whose
 highest version is above :data:`SCHEMA_VERSION` was written by a newer nervamem and is
@@ -88,11 +89,21 @@ END $$""",
     last_accessed text    COLLATE "C",
     data          text    COLLATE "C" NOT NULL DEFAULT '{{}}'
                   CHECK (json_typeof(data::json) IS NOT NULL),
-    why           text    COLLATE "C" GENERATED ALWAYS AS (CASE WHEN kind = 'decision' THEN
-                  nullif(trim(coalesce(json_extract(data, '$.rationale'), '') || ' ' ||
-                  coalesce(json_extract(data, '$.rejected'), '')), '') END) STORED,
+    why           text    COLLATE "C",  -- kept by mem_nodes_why, as SQLite's generated column
     tombstoned_at text    COLLATE "C"
 )""",
+    # SQLite's virtual generated column ``why`` (migrations.WHY_COLUMN), computed when kind
+    # or data change: a STORED generated column would be computed again by every UPDATE,
+    # and recall updates the access counts of what it returns.
+    """CREATE FUNCTION mem_nodes_why() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.why := CASE WHEN NEW.kind = 'decision' THEN
+        nullif(trim(coalesce(json_extract(NEW.data, '$.rationale'), '') || ' ' ||
+        coalesce(json_extract(NEW.data, '$.rejected'), '')), '') END;
+    RETURN NEW;
+END $$""",
+    "CREATE TRIGGER mem_nodes_why BEFORE INSERT OR UPDATE OF kind, data ON mem_nodes "
+    "FOR EACH ROW EXECUTE FUNCTION mem_nodes_why()",
     "CREATE INDEX mem_nodes_ns_kind ON mem_nodes (namespace, kind, valid_until)",
     "CREATE INDEX mem_nodes_id_random ON mem_nodes (right(id, 16))",
     "CREATE INDEX mem_nodes_entity_words ON mem_nodes USING gin "
@@ -114,7 +125,9 @@ END $$""",
     data       text COLLATE "C" NOT NULL DEFAULT '{{}}' CHECK (json_typeof(data::json) IS NOT NULL),
     PRIMARY KEY (src, kind, dst)
 )""",
-    "CREATE INDEX mem_edges_dst ON mem_edges (dst, kind)",
+    # With src: SQLite's index carries the primary key, so "dst = ? AND kind = ? ORDER BY
+    # src DESC LIMIT n" (recall's expansion) stops after n entries of a hub entity.
+    "CREATE INDEX mem_edges_dst ON mem_edges (dst, kind, src)",
     """CREATE TABLE mem_aliases (
     namespace text COLLATE "C" NOT NULL,
     alias     text COLLATE nervamem_nocase NOT NULL,
