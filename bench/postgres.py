@@ -31,8 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,54 +44,30 @@ import workload  # noqa: E402
 from latency import label, load_average, machine, parse_size, percentile  # noqa: E402
 
 from nervamem import MemoryStore  # noqa: E402
+from tests.pg_server import PgServer  # noqa: E402
 
 OUT = HERE / "out"
 RESULTS = HERE / "results.md"
 BEGIN, END = "<!-- postgres:begin -->", "<!-- postgres:end -->"
 BUDGET = 500
 TARGETS = {"p50_100k_ms": 15.0, "ingest_per_s": 5_000.0}
-PG_BIN = Path(os.environ.get("NERVAMEM_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
 
 # ---------------------------------------------------------------------------- the server
-@contextmanager
-def local_server() -> Iterator[str]:
-    """A throwaway PostgreSQL cluster; yields the URL of its ``postgres`` database."""
-    folder = Path(tempfile.mkdtemp(prefix="pgbench-", dir="/tmp"))
-    data, socket = folder / "data", folder
-    user = "nobody" if os.geteuid() == 0 else None
-    run = ["runuser", "-u", user, "--"] if user else []
-    if user:
-        shutil.chown(folder, user)
-    subprocess.run(
-        [*run, str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"],
-        check=True,
-        capture_output=True,
-    )
-    options = f"-k {socket} -p 5439 -c listen_addresses='' -c shared_buffers=256MB"
-    subprocess.run(
-        [*run, str(PG_BIN / "pg_ctl"), "-D", str(data), "-o", options, "-w", "-l"]
-        + [str(folder / "log"), "start"],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield f"postgresql://postgres@/postgres?host={socket}&port=5439"
-    finally:
-        subprocess.run(
-            [*run, str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
-            capture_output=True,
-        )
-        shutil.rmtree(folder, ignore_errors=True)
+class BenchServer(PgServer):
+    """The tests' throwaway server (tests/pg_server.py), with a real server's durability
+    (fsync, synchronous commit) and more shared buffers."""
+
+    SETTINGS = "-c max_connections=50 -c shared_buffers=256MB"
 
 
-def new_database(server: str, name: str) -> str:
+def vacuum(url: str) -> None:
+    """What autovacuum does soon after a bulk load (visibility map, statistics), done at
+    once so that every run measures the same steady state."""
     import psycopg
 
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name}")
-        conn.execute(f"CREATE DATABASE {name}")
-    return server.replace("/postgres?", f"/{name}?")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
 
 
 # ---------------------------------------------------------------------------- figures
@@ -257,30 +231,32 @@ def main(argv: list[str] | None = None) -> int:
         "load_before": load_average(),
         "sizes": {},
     }
-    with local_server() as server:
+    server = BenchServer().start()
+    scratch = Path(tempfile.mkdtemp(prefix="pgbench-sqlite-", dir=OUT))
+    try:
         import psycopg
 
-        with psycopg.connect(server) as conn:
+        with psycopg.connect(server.url()) as conn:
             data["server_version"] = conn.execute("SHOW server_version").fetchone()[0]
-        scratch = Path(tempfile.mkdtemp(prefix="pgbench-sqlite-", dir=OUT))
-        try:
-            for size in sizes:
-                targets = {
-                    "sqlite": str(scratch / f"{label(size)}.db"),
-                    "postgresql": new_database(server, f"bench_{label(size)}"),
-                }
-                figures: dict[str, Any] = {"build": {}}
-                for engine, target in targets.items():
-                    figures["build"][engine] = build(target, size, log)
-                figures["recall"] = recall_latency(targets, args.repeats)
-                for engine, r in figures["recall"].items():
-                    log(f"[{label(size)} {engine}] recall p50 {r['p50']:.2f} ms p95 {r['p95']:.2f}")
-                data["sizes"][str(size)] = figures
-                if size == sizes[0] and args.rounds:
-                    data["fresh"] = {str(size): fresh_process(targets, args.rounds)}
-                    log(f"[{label(size)}] fresh process: {data['fresh'][str(size)]}")
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        for size in sizes:
+            targets = {
+                "sqlite": str(scratch / f"{label(size)}.db"),
+                "postgresql": server.fresh_url(),
+            }
+            figures: dict[str, Any] = {"build": {}}
+            for engine, target in targets.items():
+                figures["build"][engine] = build(target, size, log)
+            vacuum(targets["postgresql"])
+            figures["recall"] = recall_latency(targets, args.repeats)
+            for engine, r in figures["recall"].items():
+                log(f"[{label(size)} {engine}] recall p50 {r['p50']:.2f} ms p95 {r['p95']:.2f}")
+            data["sizes"][str(size)] = figures
+            if size == sizes[0] and args.rounds:
+                data["fresh"] = {str(size): fresh_process(targets, args.rounds)}
+                log(f"[{label(size)}] fresh process: {data['fresh'][str(size)]}")
+    finally:
+        server.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
     data["load_after"] = load_average()
     section = render(data)
     (OUT / f"postgres-{time.strftime('%Y%m%d-%H%M%S')}.json").write_text(json.dumps(data, indent=2))

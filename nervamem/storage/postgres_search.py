@@ -119,21 +119,16 @@ def index_pending(conn: Connection) -> int:
             "WHERE t.term = s.term AND t.seq = s.seq",
             (terms, seqs),
         )
-    done = 0
-    while True:
-        rows = conn.execute(
-            "DELETE FROM mem_search_pending WHERE seq IN (SELECT seq FROM mem_search_pending "
-            "ORDER BY seq LIMIT ?) RETURNING seq",
-            (INDEX_CHUNK,),
-        ).fetchall()
-        if not rows:
-            return done
+    # All at once: a DELETE of the first rows by an IN subquery can be planned as a
+    # nested loop over an unanalysed queue (seconds for a bulk load's 5,000 nodes).
+    queued = sorted(row[0] for row in conn.execute("DELETE FROM mem_search_pending RETURNING seq"))
+    for start in range(0, len(queued), INDEX_CHUNK):
         nodes = conn.execute(
             "SELECT seq, kind, content, data FROM mem_nodes WHERE seq = ANY (?::bigint[])",
-            ([row[0] for row in rows],),
+            (queued[start : start + INDEX_CHUNK],),
         ).fetchall()
         _write(conn, nodes)
-        done += len(nodes)
+    return len(queued)
 
 
 def _terms_of(kind: str, content: str, data: str) -> list[str]:
