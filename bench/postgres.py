@@ -148,6 +148,33 @@ def fresh_process(targets: dict[str, str], rounds: int) -> dict[str, Any]:
     return {f"{e} {n}": statistics.median(v[2:]) for (e, n), v in wall.items()}
 
 
+def statement_profile(target: str, rounds: int = 2) -> list[tuple[float, float, str]]:
+    """Where a PostgreSQL recall's time goes: each SQL statement's time per recall (ms),
+    its calls per recall, and its text (shortened), the costliest first."""
+    questions = [q for qs in workload.queries().values() for q in qs]
+    spent: dict[str, list[float]] = {}
+    with MemoryStore(target) as store:
+        connection: Any = store.connection
+        execute = connection.execute
+
+        def timed(sql: str, parameters: Any = ()) -> Any:
+            began = time.perf_counter()
+            try:
+                return execute(sql, parameters)
+            finally:
+                key = " ".join(sql.split())
+                key = key if len(key) <= 90 else key[:60] + " ... " + key[-25:]
+                spent.setdefault(key, []).append((time.perf_counter() - began) * 1000)
+
+        connection.execute = timed
+        for _ in range(rounds):
+            for question in questions:
+                store.recall(question, budget_tokens=BUDGET)
+    count = rounds * len(questions)
+    rows = [(sum(v) / count, len(v) / count, sql) for sql, v in spent.items()]
+    return sorted(rows, reverse=True)[:10]
+
+
 # ---------------------------------------------------------------------------- report
 def met(ok: bool) -> str:
     return "yes" if ok else "**no**"
@@ -194,6 +221,21 @@ def render(data: dict[str, Any]) -> str:
                 f"| fresh-process `nervamem {name}` @ {label(int(size))} | - | "
                 f"{fresh[f'postgresql {name}']:.0f} ms | {fresh[f'sqlite {name}']:.0f} ms | - |"
             )
+    for size, profile in data.get("profile", {}).items():
+        total = sum(ms for ms, _, _ in profile)
+        lines += [
+            "",
+            f"Where a PostgreSQL recall's time goes at {label(int(size))} (SQL statements, "
+            f"the ten costliest: {total:.1f} ms of each recall, network round trips "
+            "included; search's own are those on `mem_search_*` and the candidate reads "
+            "ordered by `n.seq`):",
+            "",
+            "| ms per recall | calls per recall | statement |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {ms:.2f} | {calls:.1f} | `{sql.replace('|', '/')}` |" for ms, calls, sql in profile
+        ]
     lines += ["", *data.get("notes", []), END]
     return "\n".join(lines) + "\n"
 
@@ -251,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
             for engine, r in figures["recall"].items():
                 log(f"[{label(size)} {engine}] recall p50 {r['p50']:.2f} ms p95 {r['p95']:.2f}")
             data["sizes"][str(size)] = figures
+            data.setdefault("profile", {})[str(size)] = statement_profile(targets["postgresql"])
             if size == sizes[0] and args.rounds:
                 data["fresh"] = {str(size): fresh_process(targets, args.rounds)}
                 log(f"[{label(size)}] fresh process: {data['fresh'][str(size)]}")
