@@ -1,5 +1,8 @@
 """Where the store lives, and the code graph beside it.
 
+A ``postgresql://`` or ``postgres://`` URL in place of a path names a store on a
+PostgreSQL server (:func:`resolve_store`); everything else here is about files.
+
 Order (cli.md): an explicit path (``--db`` / ``MemoryStore(db_path)``), then
 ``NERVAMEM_DB``, then ``NERVAPACK_MEMORY_DB``, then ``.nervapack/memory.db`` found
 walking up from the working directory, then ``~/.nervapack/memory.db``.
@@ -27,6 +30,8 @@ STORE_DIR = ".nervapack"
 STORE_FILE = "memory.db"
 GRAPH_FILE = "graph.graphml"
 SHOWN_PATH_CHARS = 80
+# A store named by one of these is a PostgreSQL database (docs/postgres.md).
+URL_SCHEMES = ("postgresql://", "postgres://")
 
 
 def shown_path(path: str | os.PathLike[str]) -> str:
@@ -81,6 +86,25 @@ def resolve_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
         from_env = os.environ.get(variable)
         if from_env:  # set but empty counts as unset, as for any variable
             return given_path(from_env, variable)
+    return find_project_store() or home_store()
+
+
+def is_store_url(name: object) -> bool:
+    """Whether ``name`` is a PostgreSQL URL (storage/postgres.py) rather than a path."""
+    return isinstance(name, str) and name[:13].lower().startswith(URL_SCHEMES)
+
+
+def resolve_store(explicit: str | os.PathLike[str] | None = None) -> Path | str:
+    """The store in use: a PostgreSQL URL as given (``--db`` or the environment, in
+    the order of :func:`resolve_db_path`), else the SQLite file's path."""
+    if explicit is not None:
+        return (
+            os.fspath(explicit) if is_store_url(os.fspath(explicit)) else resolve_db_path(explicit)
+        )
+    for variable in (ENV_DB_NERVAMEM, ENV_DB):
+        from_env = os.environ.get(variable)
+        if from_env:
+            return from_env if is_store_url(from_env) else given_path(from_env, variable)
     return find_project_store() or home_store()
 
 

@@ -33,7 +33,7 @@ from . import writing
 from .errors import BadInputError, StoreError
 from .ids import ID_PATTERN
 from .kinds import STORABLE_KINDS
-from .storage.engine import Connection
+from .storage.engine import SQLITE, Connection
 from .storage.event_log import (
     CHANGE_TYPES,
     EVENT_FILE,
@@ -573,9 +573,20 @@ def _existing(conn: Connection, table: str, ids: list[str]) -> set[str]:
     return found
 
 
+def require_file_store(storage: Storage, command: str) -> None:
+    """Team memory's event files (docs/team-memory.md) share an SQLite file through git;
+    a store on a PostgreSQL server is shared by the server already."""
+    if storage.engine != SQLITE:
+        raise BadInputError(
+            f"'{command}' is for SQLite stores shared through git; {storage.location} is "
+            "on a PostgreSQL server, which every agent already shares (docs/postgres.md)"
+        )
+
+
 def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> SyncReport:
     """Import the event files this store's cache has not seen. Cheap when nothing changed:
     a month's folder whose stamp (mtime, inode) is the one recorded is not read."""
+    require_file_store(storage, "sync")
     log = _shared_log(storage)
     restore, drop = log.settle_journal(storage.connection)
     if restore or drop:
@@ -875,6 +886,7 @@ def export_lines(storage: Storage, namespace: str | None = None) -> Iterator[str
 def share(storage: Storage) -> int:
     """Make an unshared store shared: its history becomes event files, with the original
     IDs and times; returns how many. Idempotent: a shared store is left as it is."""
+    require_file_store(storage, "init --shared")
     folder = events_folder_beside(storage.path)
     if storage.events is not None:
         try:

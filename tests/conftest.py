@@ -14,11 +14,15 @@ with the reason only when the server cannot be started; under CI=true they fail 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.amber import AmberSnapshotExtension
 from typer.testing import CliRunner
 
 from nervamem import MemoryStore
@@ -88,6 +92,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("engine", engines, indirect=True)
 
 
+# The engine's part of a parametrised test's ID: [sqlite], [postgresql-x], [x-sqlite].
+_ENGINE_ID = re.compile(
+    r"(?<=\[)(?:sqlite|postgresql)-|-(?:sqlite|postgresql)(?=\])|\[(?:sqlite|postgresql)\]"
+)
+
+
+class EngineNeutralAmber(AmberSnapshotExtension):
+    """Snapshots named without the engine: both engines must print the very same."""
+
+    @classmethod
+    def get_snapshot_name(cls, *, test_location: Any, index: Any = 0) -> str:
+        name = super().get_snapshot_name(test_location=test_location, index=index)
+        return _ENGINE_ID.sub("", name)
+
+
+@pytest.fixture
+def snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+    return snapshot.use_extension(EngineNeutralAmber)
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[object]:
     """The session's PostgreSQL server, started on first use (tests/pg_server.py)."""
@@ -109,6 +133,45 @@ def pg_server() -> Iterator[object]:
 @pytest.fixture
 def engine(request: pytest.FixtureRequest) -> str:
     return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def new_store(
+    engine: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Callable[[str], Path | str]:
+    """A maker of fresh, empty stores for a test that needs one per example (hypothesis):
+    a new file, or a new schema of the server."""
+
+    def make(name: str) -> Path | str:
+        if engine == "sqlite":
+            return tmp_path_factory.mktemp(name) / "memory.db"
+        return str(request.getfixturevalue("pg_server").fresh_url())
+
+    return make
+
+
+# What a store holds, table by table, for "a failed command changes nothing" on a server.
+_FINGERPRINT_TABLES = {
+    "mem_nodes": "id",
+    "mem_edges": "src, kind, dst",
+    "mem_aliases": "namespace, alias",
+    "mem_review_queue": "job_id",
+    "mem_state": "id",
+    "mem_degree": "node_id",
+}
+
+
+def store_fingerprint(db_path: Path | str) -> object:
+    """The bytes of an SQLite file; every row of a PostgreSQL store's tables."""
+    if isinstance(db_path, Path):
+        return db_path.read_bytes()
+    import psycopg
+
+    with psycopg.connect(db_path, autocommit=True) as conn:
+        return {
+            table: conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
+            for table, order in _FINGERPRINT_TABLES.items()
+        }
 
 
 @pytest.fixture

@@ -128,9 +128,10 @@ def hooks_uninstall(
 def _check_store(ctx: typer.Context) -> None:
     """The hooks write to the store in use: if there is one, it must be usable (the
     usual one-line error if not), though installing them does not touch it."""
-    from ..locate import resolve_db_path
+    from ..locate import resolve_store
 
-    if resolve_db_path(root_settings(ctx).db).exists():
+    store = resolve_store(root_settings(ctx).db)
+    if isinstance(store, str) or store.exists():
         with open_store(ctx) as memory:
             memory.current()
 

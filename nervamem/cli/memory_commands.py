@@ -104,6 +104,7 @@ def init(
         home_store,
         keep_store_out_of_git,
         resolve_db_path,
+        resolve_store,
         store_path_in_environment,
         working_folder,
     )
@@ -112,6 +113,23 @@ def init(
     settings = root_settings(ctx)
     output = output_format(ctx, fmt)
     above = None
+    url = resolve_store(settings.db) if not global_ else None
+    if isinstance(url, str):  # a PostgreSQL database: its schema, nothing on disk
+        memory = options.store_factory(url, None)
+        try:
+            if shared:
+                memory.share()  # refused: a server is shared already
+            result = InitResult(
+                db_path=memory.location,
+                created=bool(getattr(memory.storage, "created", False)),
+                shared=False,
+                events_folder=None,
+                events_written=0,
+            )
+        finally:
+            memory.close()
+        emit("init", result, output)
+        return
     if global_:
         target = home_store()
     elif settings.db is not None or store_path_in_environment():

@@ -64,8 +64,8 @@ def root(
         str | None,
         typer.Option(
             "--db",
-            help="Store file (else NERVAMEM_DB, NERVAPACK_MEMORY_DB, .nervapack/memory.db upwards, "
-            "~/.nervapack/memory.db).",
+            help="Store file, or a postgresql:// URL (else NERVAMEM_DB, NERVAPACK_MEMORY_DB, "
+            ".nervapack/memory.db upwards, ~/.nervapack/memory.db).",
         ),
     ] = None,
     namespace: NsOption = None,

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..errors import UsageError
 from ..failures import Failure, describe
 from ..kinds import NODE_KINDS, STORABLE_KINDS
-from ..locate import resolve_db_path
+from ..locate import resolve_store
 from ..render import json as json_renderer
 from ..render import markdown
 from ..state import validate_namespace
@@ -427,6 +427,7 @@ class MemoryServer:
         self.tokenizer = tokenizer
         self.store_factory = store_factory
         self._store: MemoryStore | None = None
+        self._opened: object = None  # the path or URL _store was opened for
 
     def close(self) -> None:
         if self._store is not None:
@@ -436,11 +437,12 @@ class MemoryServer:
     def store(self) -> MemoryStore:
         """The store the CLI would use now, open; the active namespace and session read
         again from state.yaml."""
-        path = resolve_db_path(self.db)
-        if self._store is not None and self._store.path != path:
+        path = resolve_store(self.db)
+        if self._store is not None and self._opened != path:
             self.close()
         if self._store is None:
             self._store = self.store_factory(os.fspath(path), None)
+            self._opened = path
         storage = self._store.storage
         storage.namespace_override = self.namespace
         storage.reload_state()

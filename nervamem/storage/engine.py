@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
-URL_SCHEMES = ("postgresql://", "postgres://")
 
 
 class Storage(Protocol):
@@ -100,4 +99,6 @@ def dialect_of(conn: Connection) -> str:
 
 
 def is_url(name: str | os.PathLike[str] | None) -> bool:
-    return isinstance(name, str) and name.lower().startswith(URL_SCHEMES)
+    from ..locate import is_store_url
+
+    return is_store_url(name)

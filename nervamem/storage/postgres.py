@@ -79,7 +79,17 @@ _QUERY_CANCELED = "57014"
 
 
 def shown_url(url: str) -> str:
-    """The URL without its password (in the netloc or as a ``password=`` parameter)."""
+    """The URL with its password (in the netloc or a ``password=`` parameter) as ***."""
+    return _without_password(url, "***")
+
+
+def url_without_password(url: str) -> str:
+    """The URL with its password left out (for a configuration file: libpq then reads
+    it from PGPASSWORD or ~/.pgpass)."""
+    return _without_password(url, None)
+
+
+def _without_password(url: str, mask: str | None) -> str:
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -88,15 +98,14 @@ def shown_url(url: str) -> str:
     if "@" in netloc:
         user, _, host = netloc.rpartition("@")
         if ":" in user:
-            user = user.split(":", 1)[0] + ":***"
+            user = user.split(":", 1)[0] + (f":{mask}" if mask else "")
         netloc = f"{user}@{host}"
-    query = parts.query
-    if query:
-        pairs = [
-            (key, "***" if key.lower() == "password" else value)
-            for key, value in parse_qsl(query, keep_blank_values=True)
-        ]
-        query = urlencode(pairs, safe="/*")
+    pairs = [
+        (key, mask if key.lower() == "password" else value)
+        for key, value in parse_qsl(parts.query, keep_blank_values=True)
+        if mask is not None or key.lower() != "password"
+    ]
+    query = urlencode(pairs, safe="/*") if pairs else ""
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
@@ -151,8 +160,10 @@ def translate(sql: str) -> tuple[str, tuple[int, ...] | None]:
     def replace(match: re.Match[str]) -> str:
         nonlocal plain
         text = match.group(0)
-        if text[0] in "'\"" or text == "::":
+        if text == "::":
             return text
+        if text[0] in "'\"":  # psycopg reads every '%' of a statement with parameters
+            return text.replace("%", "%%")
         if text == "%":
             return "%%"
         if text[0] == "?":
@@ -170,6 +181,8 @@ def translate(sql: str) -> tuple[str, tuple[int, ...] | None]:
 
 
 def _arguments(sql: str, parameters: Any) -> tuple[str, Any]:
+    if not parameters:  # psycopg sends a statement without parameters as it is
+        return sql, None
     translated, order = translate(sql)
     if order is not None:
         parameters = [parameters[i] for i in order]
@@ -247,6 +260,7 @@ class PostgresStorage:
         self.statement_timeout_ms = _env_int(ENV_STATEMENT_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT_MS)
         self._state: State | None = None
         self._state_pending = False
+        self.created = False  # whether opening it created nervamem's tables
         self.path = companion_folder() / "postgresql"
         self._connection: PgConnection | None = None
         self._connection = self._open()
@@ -315,6 +329,7 @@ class PostgresStorage:
                     f"{self.location} has schema version {version}, newer than this "
                     f"nervamem understands ({SCHEMA_VERSION}); upgrade nervamem to use it"
                 )
+            self.created = version == 0
             for index, (name, migrate) in enumerate(MIGRATIONS, start=1):
                 if index <= version:
                     continue
