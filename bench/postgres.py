@@ -241,11 +241,11 @@ def render(data: dict[str, Any]) -> str:
 
 
 def write_results(section: str) -> None:
+    """Our section of results.md replaced (appended the first time); the rest is kept."""
     text = RESULTS.read_text(encoding="utf-8")
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        text = head + section.rstrip("\n") + tail
+    start, end = text.find(BEGIN), text.find(END)
+    if start != -1 and end != -1:
+        text = text[:start] + section.rstrip("\n") + text[end + len(END) :]
     else:
         text = text.rstrip("\n") + "\n\n" + section
     RESULTS.write_text(text, encoding="utf-8")

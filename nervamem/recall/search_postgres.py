@@ -27,8 +27,8 @@ not) is a phrase on SQLite and all of its tokens, anywhere in the row, here.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..storage.engine import POSTGRESQL, Connection, dialect_of
 from ..storage.postgres_search import totals
@@ -41,21 +41,7 @@ from .search import search as search_sqlite
 from .terms import content_terms, query_terms
 
 
-class Search(Protocol):
-    def __call__(
-        self,
-        conn: Connection,
-        namespace: str,
-        query: str,
-        *,
-        as_of: str | KnownAt | None,
-        kinds: Sequence[str] | None,
-        want: int,
-        apply_mask: bool = True,
-    ) -> dict[str, Candidate]: ...
-
-
-def search_for(conn: Connection) -> Search:
+def search_for(conn: Connection) -> Callable[..., dict[str, Candidate]]:
     """The search of ``conn``'s engine: search.search on SQLite, this module's here."""
     return search if dialect_of(conn) == POSTGRESQL else search_sqlite
 

@@ -84,23 +84,17 @@ def assert_same_search(
     want: int = 40,
     apply_mask: bool = True,
 ) -> dict[str, Any]:
-    expected = search_sqlite.search(
-        lite.connection,
-        namespace,
-        query,
-        as_of=as_of,
-        kinds=kinds,
-        want=want,
-        apply_mask=apply_mask,
-    )
-    found = search_postgres.search(
-        pg.connection,
-        namespace,
-        query,
-        as_of=as_of,
-        kinds=kinds,
-        want=want,
-        apply_mask=apply_mask,
+    expected, found = (
+        search(
+            store.connection,
+            namespace,
+            query,
+            as_of=as_of,
+            kinds=kinds,
+            want=want,
+            apply_mask=apply_mask,
+        )
+        for search, store in ((search_sqlite.search, lite), (search_postgres.search, pg))
     )
     assert list(found) == list(expected), query
     for node_id, candidate in expected.items():
