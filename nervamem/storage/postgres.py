@@ -37,7 +37,6 @@ a transaction are single statements, each its own snapshot.
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -49,10 +48,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import BadInputError, SchemaTooNewError, StoreError, StoreLockedError
-from ..ids import RandomSource, make_id, random_bits
+from ..ids import RandomSource, random_bits
 from ..locate import STORE_DIR, home_store, working_folder
 from ..state import State, state_from_text, state_text, validate_namespace
-from ..timeparse import format_time
+from .common import StorageBase, env_whole_number
 from .engine import POSTGRESQL, Connection, Cursor
 from .postgres_search import index_pending
 
@@ -118,19 +117,6 @@ def secrets_of(url: str) -> list[str]:
     found = [parts.password] if parts.password else []
     found += [v for k, v in parse_qsl(parts.query) if k.lower() == "password" and v]
     return [secret for secret in found if secret]
-
-
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise BadInputError(f"{name}={raw[:40]!r} is not a whole number >= 0")
-    return value
 
 
 def companion_folder() -> Path:
@@ -229,7 +215,7 @@ class PgConnection:
         self.raw.close()
 
 
-class PostgresStorage:
+class PostgresStorage(StorageBase):
     engine = POSTGRESQL
 
     def __init__(
@@ -241,6 +227,7 @@ class PostgresStorage:
         random_source: RandomSource | None = None,
         busy_timeout_ms: int | None = None,
     ) -> None:
+        super().__init__()
         self.url = url
         self.location = shown_url(url)
         self.secrets = secrets_of(url)
@@ -254,12 +241,14 @@ class PostgresStorage:
         self.busy_timeout_ms = (
             busy_timeout_ms
             if busy_timeout_ms is not None
-            else _env_int(ENV_BUSY_TIMEOUT, DEFAULT_BUSY_TIMEOUT_MS)
+            else env_whole_number(ENV_BUSY_TIMEOUT, DEFAULT_BUSY_TIMEOUT_MS, "milliseconds")
         )
-        self.connect_timeout_s = _env_int(ENV_CONNECT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT_S)
-        self.statement_timeout_ms = _env_int(ENV_STATEMENT_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT_MS)
-        self._state: State | None = None
-        self._state_pending = False
+        self.connect_timeout_s = env_whole_number(
+            ENV_CONNECT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT_S, "seconds"
+        )
+        self.statement_timeout_ms = env_whole_number(
+            ENV_STATEMENT_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT_MS, "milliseconds"
+        )
         self.created = False  # whether opening it created nervamem's tables
         self.path = companion_folder() / "postgresql"
         self._connection: PgConnection | None = None
@@ -273,7 +262,13 @@ class PostgresStorage:
         return self._connection
 
     def _open(self) -> PgConnection:
-        import psycopg
+        try:
+            import psycopg
+        except ImportError:
+            raise StoreError(
+                f"{self.location} is a PostgreSQL store, and the driver is not installed: "
+                "pip install 'nervamem[postgres]'"
+            ) from None
 
         try:
             raw = psycopg.connect(
@@ -437,38 +432,10 @@ class PostgresStorage:
             self.in_transaction = False
             self.transaction_time = None
 
-    # ------------------------------------------------------------------ clock and IDs
-    def moment(self) -> datetime:
-        return self.transaction_time or self.clock()
-
-    def now(self) -> str:
-        return format_time(self.moment())
-
-    def new_id(self, kind: str) -> str:
-        return make_id(kind, int(self.moment().timestamp() * 1000), self.random())
-
     # ------------------------------------------------------------------ state
-    def _load_state(self) -> State:
+    def read_state(self) -> State:
         row = self.connection.execute("SELECT body FROM mem_state WHERE id = 1").fetchone()
         return state_from_text(row[0], f"{self.location} (mem_state)") if row else State()
-
-    @property
-    def state(self) -> State:
-        if self._state is None:
-            self._state = self._load_state()
-        return self._state
-
-    @property
-    def namespace(self) -> str:
-        return self.namespace_override or self.state.namespace
-
-    def namespace_for(self, namespace: str | None) -> str:
-        return validate_namespace(namespace) if namespace is not None else self.namespace
-
-    def reload_state(self) -> State:
-        if not self._state_pending:
-            self._state = self._load_state()
-        return self.state
 
     def save_state(self, state: State) -> None:
         self._state = state
