@@ -31,8 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,54 +44,30 @@ import workload  # noqa: E402
 from latency import label, load_average, machine, parse_size, percentile  # noqa: E402
 
 from nervamem import MemoryStore  # noqa: E402
+from tests.pg_server import PgServer  # noqa: E402
 
 OUT = HERE / "out"
 RESULTS = HERE / "results.md"
 BEGIN, END = "<!-- postgres:begin -->", "<!-- postgres:end -->"
 BUDGET = 500
 TARGETS = {"p50_100k_ms": 15.0, "ingest_per_s": 5_000.0}
-PG_BIN = Path(os.environ.get("NERVAMEM_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
 
 # ---------------------------------------------------------------------------- the server
-@contextmanager
-def local_server() -> Iterator[str]:
-    """A throwaway PostgreSQL cluster; yields the URL of its ``postgres`` database."""
-    folder = Path(tempfile.mkdtemp(prefix="pgbench-", dir="/tmp"))
-    data, socket = folder / "data", folder
-    user = "nobody" if os.geteuid() == 0 else None
-    run = ["runuser", "-u", user, "--"] if user else []
-    if user:
-        shutil.chown(folder, user)
-    subprocess.run(
-        [*run, str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"],
-        check=True,
-        capture_output=True,
-    )
-    options = f"-k {socket} -p 5439 -c listen_addresses='' -c shared_buffers=256MB"
-    subprocess.run(
-        [*run, str(PG_BIN / "pg_ctl"), "-D", str(data), "-o", options, "-w", "-l"]
-        + [str(folder / "log"), "start"],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield f"postgresql://postgres@/postgres?host={socket}&port=5439"
-    finally:
-        subprocess.run(
-            [*run, str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
-            capture_output=True,
-        )
-        shutil.rmtree(folder, ignore_errors=True)
+class BenchServer(PgServer):
+    """The tests' throwaway server (tests/pg_server.py), with a real server's durability
+    (fsync, synchronous commit) and more shared buffers."""
+
+    SETTINGS = "-c max_connections=50 -c shared_buffers=256MB"
 
 
-def new_database(server: str, name: str) -> str:
+def vacuum(url: str) -> None:
+    """What autovacuum does soon after a bulk load (visibility map, statistics), done at
+    once so that every run measures the same steady state."""
     import psycopg
 
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name}")
-        conn.execute(f"CREATE DATABASE {name}")
-    return server.replace("/postgres?", f"/{name}?")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
 
 
 # ---------------------------------------------------------------------------- figures
@@ -174,6 +148,33 @@ def fresh_process(targets: dict[str, str], rounds: int) -> dict[str, Any]:
     return {f"{e} {n}": statistics.median(v[2:]) for (e, n), v in wall.items()}
 
 
+def statement_profile(target: str, rounds: int = 2) -> list[tuple[float, float, str]]:
+    """Where a PostgreSQL recall's time goes: each SQL statement's time per recall (ms),
+    its calls per recall, and its text (shortened), the costliest first."""
+    questions = [q for qs in workload.queries().values() for q in qs]
+    spent: dict[str, list[float]] = {}
+    with MemoryStore(target) as store:
+        connection: Any = store.connection
+        execute = connection.execute
+
+        def timed(sql: str, parameters: Any = ()) -> Any:
+            began = time.perf_counter()
+            try:
+                return execute(sql, parameters)
+            finally:
+                key = " ".join(sql.split())
+                key = key if len(key) <= 90 else key[:60] + " ... " + key[-25:]
+                spent.setdefault(key, []).append((time.perf_counter() - began) * 1000)
+
+        connection.execute = timed
+        for _ in range(rounds):
+            for question in questions:
+                store.recall(question, budget_tokens=BUDGET)
+    count = rounds * len(questions)
+    rows = [(sum(v) / count, len(v) / count, sql) for sql, v in spent.items()]
+    return sorted(rows, reverse=True)[:10]
+
+
 # ---------------------------------------------------------------------------- report
 def met(ok: bool) -> str:
     return "yes" if ok else "**no**"
@@ -220,16 +221,31 @@ def render(data: dict[str, Any]) -> str:
                 f"| fresh-process `nervamem {name}` @ {label(int(size))} | - | "
                 f"{fresh[f'postgresql {name}']:.0f} ms | {fresh[f'sqlite {name}']:.0f} ms | - |"
             )
+    for size, profile in data.get("profile", {}).items():
+        total = sum(ms for ms, _, _ in profile)
+        lines += [
+            "",
+            f"Where a PostgreSQL recall's time goes at {label(int(size))} (SQL statements, "
+            f"the ten costliest: {total:.1f} ms of each recall, network round trips "
+            "included; search's own are those on `mem_search_*` and the candidate reads "
+            "ordered by `n.seq`):",
+            "",
+            "| ms per recall | calls per recall | statement |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {ms:.2f} | {calls:.1f} | `{sql.replace('|', '/')}` |" for ms, calls, sql in profile
+        ]
     lines += ["", *data.get("notes", []), END]
     return "\n".join(lines) + "\n"
 
 
 def write_results(section: str) -> None:
+    """Our section of results.md replaced (appended the first time); the rest is kept."""
     text = RESULTS.read_text(encoding="utf-8")
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        text = head + section.rstrip("\n") + tail
+    start, end = text.find(BEGIN), text.find(END)
+    if start != -1 and end != -1:
+        text = text[:start] + section.rstrip("\n") + text[end + len(END) :]
     else:
         text = text.rstrip("\n") + "\n\n" + section
     RESULTS.write_text(text, encoding="utf-8")
@@ -257,30 +273,33 @@ def main(argv: list[str] | None = None) -> int:
         "load_before": load_average(),
         "sizes": {},
     }
-    with local_server() as server:
+    server = BenchServer().start()
+    scratch = Path(tempfile.mkdtemp(prefix="pgbench-sqlite-", dir=OUT))
+    try:
         import psycopg
 
-        with psycopg.connect(server) as conn:
+        with psycopg.connect(server.url()) as conn:
             data["server_version"] = conn.execute("SHOW server_version").fetchone()[0]
-        scratch = Path(tempfile.mkdtemp(prefix="pgbench-sqlite-", dir=OUT))
-        try:
-            for size in sizes:
-                targets = {
-                    "sqlite": str(scratch / f"{label(size)}.db"),
-                    "postgresql": new_database(server, f"bench_{label(size)}"),
-                }
-                figures: dict[str, Any] = {"build": {}}
-                for engine, target in targets.items():
-                    figures["build"][engine] = build(target, size, log)
-                figures["recall"] = recall_latency(targets, args.repeats)
-                for engine, r in figures["recall"].items():
-                    log(f"[{label(size)} {engine}] recall p50 {r['p50']:.2f} ms p95 {r['p95']:.2f}")
-                data["sizes"][str(size)] = figures
-                if size == sizes[0] and args.rounds:
-                    data["fresh"] = {str(size): fresh_process(targets, args.rounds)}
-                    log(f"[{label(size)}] fresh process: {data['fresh'][str(size)]}")
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        for size in sizes:
+            targets = {
+                "sqlite": str(scratch / f"{label(size)}.db"),
+                "postgresql": server.fresh_url(),
+            }
+            figures: dict[str, Any] = {"build": {}}
+            for engine, target in targets.items():
+                figures["build"][engine] = build(target, size, log)
+            vacuum(targets["postgresql"])
+            figures["recall"] = recall_latency(targets, args.repeats)
+            for engine, r in figures["recall"].items():
+                log(f"[{label(size)} {engine}] recall p50 {r['p50']:.2f} ms p95 {r['p95']:.2f}")
+            data["sizes"][str(size)] = figures
+            data.setdefault("profile", {})[str(size)] = statement_profile(targets["postgresql"])
+            if size == sizes[0] and args.rounds:
+                data["fresh"] = {str(size): fresh_process(targets, args.rounds)}
+                log(f"[{label(size)}] fresh process: {data['fresh'][str(size)]}")
+    finally:
+        server.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
     data["load_after"] = load_average()
     section = render(data)
     (OUT / f"postgres-{time.strftime('%Y%m%d-%H%M%S')}.json").write_text(json.dumps(data, indent=2))

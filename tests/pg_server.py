@@ -110,12 +110,14 @@ class PgServer:
         self.admin("CREATE DATABASE " + DATABASE)
         return self
 
+    # Server settings beyond the socket; bench/postgres.py keeps a real server's durability.
+    SETTINGS = (
+        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+        "-c max_connections=200 -c shared_buffers=64MB"
+    )
+
     def pg_ctl(self, action: str) -> None:
-        options = (
-            f"-k {self.socket_dir} -c listen_addresses='' -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
-            "-c shared_buffers=64MB"
-        )
+        options = f"-k {self.socket_dir} -c listen_addresses='' {self.SETTINGS}"
         args = [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-w", "-t", "60"]
         if action in ("start", "restart"):
             args += ["-l", str(self.log), "-o", options]

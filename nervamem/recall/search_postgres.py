@@ -27,8 +27,8 @@ not) is a phrase on SQLite and all of its tokens, anywhere in the row, here.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..storage.engine import POSTGRESQL, Connection, dialect_of
 from ..storage.postgres_search import totals
@@ -41,21 +41,7 @@ from .search import search as search_sqlite
 from .terms import content_terms, query_terms
 
 
-class Search(Protocol):
-    def __call__(
-        self,
-        conn: Connection,
-        namespace: str,
-        query: str,
-        *,
-        as_of: str | KnownAt | None,
-        kinds: Sequence[str] | None,
-        want: int,
-        apply_mask: bool = True,
-    ) -> dict[str, Candidate]: ...
-
-
-def search_for(conn: Connection) -> Search:
+def search_for(conn: Connection) -> Callable[..., dict[str, Candidate]]:
     """The search of ``conn``'s engine: search.search on SQLite, this module's here."""
     return search if dialect_of(conn) == POSTGRESQL else search_sqlite
 
@@ -81,14 +67,12 @@ def search(
     if not keys:
         return {}
     filters = _filters(as_of, kinds, apply_mask)
-    total, found_rows, reach = _postings(conn, [tokens(key) for key in keys], COMMON_DF + 1)
+    total, found_rows = _postings(conn, [tokens(key) for key in keys], COMMON_DF + 1)
     postings: dict[str, set[int]] = {}
     common: list[str] = []
-    rarity: dict[str, int] = {}
-    for key, seqs, seq_reached in zip(keys, found_rows, reach, strict=True):
+    for key, seqs in zip(keys, found_rows, strict=True):
         if seqs is None:
             common.append(key)
-            rarity[key] = seq_reached
         elif seqs:
             postings[key] = seqs
     idf = {key: inverse_document_frequency(total, len(rows)) for key, rows in postings.items()}
@@ -98,8 +82,7 @@ def search(
     if postings:
         members = postings
     elif common:
-        rarest_first = sorted(common, key=lambda key: -rarity[key])
-        members = {"": _newest_common(conn, rarest_first, namespace, filters)}
+        members = {"": _newest_common(conn, common, namespace, filters)}
     else:
         members = {}
     found = _score(conn, namespace, members, common, idf, len(keys), terms, filters, query)
@@ -111,32 +94,29 @@ def search(
 
 def _postings(
     conn: Connection, phrases: list[list[str]], limit: int
-) -> tuple[int, list[set[int] | None], list[int]]:
-    """The largest seq (search.py's corpus size for IDF); for each key the rows that hold
-    all of its terms (one term, nearly always), None when more than ``limit - 1`` do; and
-    for each key the seq its posting list reaches at ``limit`` rows, which orders common
-    terms from rarest (highest) to most common for free. One round trip: a LIMIT scan
-    of the primary key per key term."""
+) -> tuple[int, list[set[int] | None]]:
+    """The largest seq (search.py's corpus size for IDF), and for each key the rows that
+    hold all of its terms (one term, nearly always), None when more than ``limit - 1``
+    do. One round trip: a LIMIT scan of the primary key per key term."""
     single = [phrase[0] if len(phrase) == 1 else None for phrase in phrases]
     rows = conn.execute(
-        "SELECT (SELECT max(seq) FROM mem_nodes), k.i, s.n, s.seqs, s.reach "
+        "SELECT (SELECT max(seq) FROM mem_nodes), k.i, s.n, s.seqs "
         "FROM unnest(?::text[]) WITH ORDINALITY AS k (term, i) CROSS JOIN LATERAL "
-        "(SELECT count(*) AS n, CASE WHEN count(*) < ? THEN array_agg(seq) END AS seqs, "
-        "max(seq) AS reach FROM (SELECT seq FROM mem_search_terms t WHERE t.term = k.term "
-        "ORDER BY seq LIMIT ?) AS p) AS s "
+        "(SELECT count(*) AS n, CASE WHEN count(*) < ? THEN array_agg(seq) END AS seqs "
+        "FROM (SELECT seq FROM mem_search_terms t WHERE t.term = k.term LIMIT ?) AS p) AS s "
         "ORDER BY k.i",
         ([term or "" for term in single], limit, limit),
     ).fetchall()
     total = max(int(rows[0][0] or 0), 1)
     found: list[set[int] | None] = []
-    for phrase, (_, _, count, seqs, _) in zip(phrases, rows, strict=True):
+    for phrase, (_, _, count, seqs) in zip(phrases, rows, strict=True):
         if len(phrase) > 1:
             found.append(_all_terms(conn, phrase, limit))
         elif not phrase:
             found.append(set())
         else:
             found.append(set(seqs or ()) if count < limit else None)
-    return total, found, [int(row[4] or 0) for row in rows]
+    return total, found
 
 
 def _all_terms(conn: Connection, phrase: list[str], limit: int) -> set[int] | None:
@@ -177,9 +157,9 @@ def _newest_common(
 ) -> set[int]:
     """Every key term is common: the newest rows that hold all of them (else any), among
     the rows the namespace, mask and kinds admit (filtered in the scan, before the LIMIT).
-    Each scan walks a term's posting list newest first (the primary key backwards); for
-    all of them, the rarest term's (``common`` comes rarest first), the others probed.
-    Which rows these are does not depend on that order, only what they cost."""
+    All of them: the GIN index of each row's terms intersects their posting lists (a
+    walk down one list probing the others read thousands of rows when few hold all).
+    Any of them: each term's posting list newest first (the primary key backwards)."""
     mask, mask_params = filters
     phrases = [list(dict.fromkeys(tokens(key))) for key in common]
     phrases = [phrase for phrase in phrases if phrase]
@@ -190,14 +170,12 @@ def _newest_common(
         f"WHERE t.term = ? AND {{holds}} AND n.namespace = ? AND {mask} "
         "ORDER BY t.seq DESC LIMIT ?"
     )
-    # All of them: the first term's postings, each row checked for the others.
-    every = [term for phrase in phrases for term in phrase]
-    rest = list(dict.fromkeys(every[1:]))
-    if every[0] in rest:
-        rest.remove(every[0])
     rows = conn.execute(
-        scan.format(holds=_holds(len(rest)) or "TRUE"),
-        [every[0], *rest, namespace, *mask_params, PRE_LIMIT],
+        "SELECT d.seq FROM mem_search_docs d JOIN mem_nodes n ON n.seq = d.seq "
+        f"WHERE d.terms @> ?::text[] AND n.namespace = ? AND {mask} "
+        "ORDER BY d.seq DESC LIMIT ?",
+        [list(dict.fromkeys(term for phrase in phrases for term in phrase)), namespace]
+        + [*mask_params, PRE_LIMIT],
     ).fetchall()
     if rows or len(common) == 1:
         return {row[0] for row in rows}
