@@ -179,7 +179,11 @@ def _newest_common(
     ).fetchall()
     if rows or len(common) == 1:
         return {row[0] for row in rows}
-    # Any of them: the newest of each, then the newest of those.
+    if all(len(phrase) == 1 for phrase in phrases):
+        newest = _newest_any(conn, [phrase[0] for phrase in phrases], namespace, filters)
+        if newest is not None:
+            return newest
+    # Any of them, exactly: the newest of each, filtered in the scan, then the newest.
     parts = ["(" + scan.format(holds=_holds(len(phrase) - 1) or "TRUE") + ")" for phrase in phrases]
     params: list[Any] = []
     for phrase in phrases:
@@ -189,6 +193,34 @@ def _newest_common(
         [*params, PRE_LIMIT],
     ).fetchall()
     return {row[0] for row in rows}
+
+
+def _newest_any(
+    conn: Connection, terms: list[str], namespace: str, filters: tuple[str, list[Any]]
+) -> set[int] | None:
+    """The newest PRE_LIMIT rows holding any of ``terms`` that the filters admit, from
+    each term's newest PRE_LIMIT postings (index only) and one filter of their rows;
+    None when that cannot tell (then the exact scan runs). Exact when it answers: every
+    row holding a term at or above ``floor`` (the highest last seq among the lists cut at
+    PRE_LIMIT) was read, so the newest admitted rows at or above it are the answer when
+    there are PRE_LIMIT of them, or when no list was cut."""
+    mask, mask_params = filters
+    lists = conn.execute(
+        "SELECT ARRAY (SELECT seq FROM mem_search_terms t WHERE t.term = k.term "
+        "ORDER BY seq DESC LIMIT ?) FROM unnest(?::text[]) AS k (term)",
+        (PRE_LIMIT, terms),
+    ).fetchall()
+    seqs = {seq for (found,) in lists for seq in found}
+    cut = [found[-1] for (found,) in lists if len(found) == PRE_LIMIT]
+    floor = max(cut, default=0)
+    admitted = conn.execute(
+        "SELECT n.seq FROM mem_nodes n WHERE n.seq = ANY (?::bigint[]) AND n.seq >= ? "
+        f"AND n.namespace = ? AND {mask} ORDER BY n.seq DESC LIMIT ?",
+        [sorted(seqs), floor, namespace, *mask_params, PRE_LIMIT],
+    ).fetchall()
+    if len(admitted) < PRE_LIMIT and cut:
+        return None
+    return {row[0] for row in admitted}
 
 
 def _read_rows(
