@@ -34,12 +34,11 @@ def count_accesses(storage: Storage, ids: list[str]) -> None:
     if storage.engine != SQLITE:
         # A server: one statement, its own transaction; row locks only, so it never
         # waits for the store's write lock (postgres.py).
-        marks = ",".join("?" * len(ids))
         try:
             conn.execute(
                 "UPDATE mem_nodes SET access_count = access_count + 1, last_accessed = ? "
-                f"WHERE id IN ({marks})",
-                [now, *ids],
+                "WHERE id = ANY (?)",  # one array: one statement text, prepared once
+                [now, list(ids)],
             )
         except (sqlite3.Error, StoreError):
             pass

@@ -10,11 +10,12 @@ alike. Where PostgreSQL differs, the schema bridges it instead of the features:
   not deterministic), SQLite's ``COLLATE NOCASE``: the primary key and ``ON CONFLICT
   (namespace, alias)`` fold case as there;
 * ``seq`` is given by a trigger as SQLite gives an INTEGER PRIMARY KEY: one more than the
-  largest (writers take turns, postgres.py);
+  largest (writers take turns, postgres.py), when an INSERT gives none;
 * ``json_extract(text, '$.key')`` and ``instr`` exist as SQL functions with SQLite's
   meaning for the JSON objects nervamem stores (a string comes back as its text, any
   other value as its JSON text);
-* ``mem_degree`` is kept by triggers, as in SQLite.
+* ``mem_degree`` is kept by triggers, as in SQLite, and so is ``why`` (SQLite computes it
+  as a virtual generated column);
 
 Applied migrations are rows of ``mem_migrations`` (version, name); a database whose
 highest version is above :data:`SCHEMA_VERSION` was written by a newer nervamem and is
@@ -88,24 +89,30 @@ END $$""",
     last_accessed text    COLLATE "C",
     data          text    COLLATE "C" NOT NULL DEFAULT '{{}}'
                   CHECK (json_typeof(data::json) IS NOT NULL),
-    why           text    COLLATE "C" GENERATED ALWAYS AS (CASE WHEN kind = 'decision' THEN
-                  nullif(trim(coalesce(json_extract(data, '$.rationale'), '') || ' ' ||
-                  coalesce(json_extract(data, '$.rejected'), '')), '') END) STORED,
+    why           text    COLLATE "C",  -- kept by mem_nodes_derived, as SQLite's generated one
     tombstoned_at text    COLLATE "C"
 )""",
+    # What SQLite derives itself, in one trigger (one call per row of a bulk insert):
+    # ``seq`` when an INSERT gives none, as an INTEGER PRIMARY KEY is given (one more than
+    # the largest; writers take turns), and ``why``, SQLite's virtual generated column
+    # (migrations.WHY_COLUMN), when kind or data change. Not a STORED generated column:
+    # that is computed again by every UPDATE, and recall updates access counts.
+    """CREATE FUNCTION mem_nodes_derived() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' AND NEW.seq IS NULL THEN
+        SELECT coalesce(max(seq), 0) + 1 INTO NEW.seq FROM mem_nodes;
+    END IF;
+    NEW.why := CASE WHEN NEW.kind = 'decision' THEN
+        nullif(trim(coalesce(json_extract(NEW.data, '$.rationale'), '') || ' ' ||
+        coalesce(json_extract(NEW.data, '$.rejected'), '')), '') END;
+    RETURN NEW;
+END $$""",
+    "CREATE TRIGGER mem_nodes_derived BEFORE INSERT OR UPDATE OF kind, data ON mem_nodes "
+    "FOR EACH ROW EXECUTE FUNCTION mem_nodes_derived()",
     "CREATE INDEX mem_nodes_ns_kind ON mem_nodes (namespace, kind, valid_until)",
     "CREATE INDEX mem_nodes_id_random ON mem_nodes (right(id, 16))",
     "CREATE INDEX mem_nodes_entity_words ON mem_nodes USING gin "
     "(to_tsvector('nervamem_english'::regconfig, content)) WHERE kind = 'entity'",
-    """CREATE FUNCTION mem_nodes_next_seq() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.seq IS NULL THEN
-        SELECT coalesce(max(seq), 0) + 1 INTO NEW.seq FROM mem_nodes;
-    END IF;
-    RETURN NEW;
-END $$""",
-    "CREATE TRIGGER mem_nodes_seq BEFORE INSERT ON mem_nodes "
-    "FOR EACH ROW EXECUTE FUNCTION mem_nodes_next_seq()",
     f"""CREATE TABLE mem_edges (
     src        text COLLATE "C" NOT NULL REFERENCES mem_nodes (id) ON DELETE CASCADE,
     dst        text COLLATE "C" NOT NULL REFERENCES mem_nodes (id) ON DELETE CASCADE,
@@ -114,7 +121,9 @@ END $$""",
     data       text COLLATE "C" NOT NULL DEFAULT '{{}}' CHECK (json_typeof(data::json) IS NOT NULL),
     PRIMARY KEY (src, kind, dst)
 )""",
-    "CREATE INDEX mem_edges_dst ON mem_edges (dst, kind)",
+    # With src: SQLite's index carries the primary key, so "dst = ? AND kind = ? ORDER BY
+    # src DESC LIMIT n" (recall's expansion) stops after n entries of a hub entity.
+    "CREATE INDEX mem_edges_dst ON mem_edges (dst, kind, src)",
     """CREATE TABLE mem_aliases (
     namespace text COLLATE "C" NOT NULL,
     alias     text COLLATE nervamem_nocase NOT NULL,
@@ -134,28 +143,38 @@ END $$""",
 )""",
     "CREATE INDEX mem_review_queue_status ON mem_review_queue (status, job_id)",
     'CREATE TABLE mem_degree (node_id text COLLATE "C" PRIMARY KEY, degree integer NOT NULL)',
-    """CREATE FUNCTION mem_edges_degree() RETURNS trigger LANGUAGE plpgsql AS $$
+    # Per statement, over its transition table: a multi-row INSERT of edges (store_many,
+    # an import) counts each node once, instead of two upserts per edge.
+    """CREATE FUNCTION mem_edges_degree_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO mem_degree (node_id, degree) VALUES (NEW.src, 1)
-            ON CONFLICT (node_id) DO UPDATE SET degree = mem_degree.degree + 1;
-        INSERT INTO mem_degree (node_id, degree) VALUES (NEW.dst, 1)
-            ON CONFLICT (node_id) DO UPDATE SET degree = mem_degree.degree + 1;
-        RETURN NEW;
-    END IF;
-    UPDATE mem_degree SET degree = degree - 1 WHERE node_id = OLD.src;
-    UPDATE mem_degree SET degree = degree - 1 WHERE node_id = OLD.dst;
-    RETURN OLD;
+    INSERT INTO mem_degree (node_id, degree)
+        SELECT node_id, count(*) FROM (SELECT src AS node_id FROM inserted
+            UNION ALL SELECT dst FROM inserted) AS ends GROUP BY node_id
+        ON CONFLICT (node_id) DO UPDATE SET degree = mem_degree.degree + excluded.degree;
+    RETURN NULL;
 END $$""",
-    "CREATE TRIGGER mem_edges_degree AFTER INSERT OR DELETE ON mem_edges "
-    "FOR EACH ROW EXECUTE FUNCTION mem_edges_degree()",
+    "CREATE TRIGGER mem_edges_degree_insert AFTER INSERT ON mem_edges "
+    "REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT "
+    "EXECUTE FUNCTION mem_edges_degree_insert()",
+    """CREATE FUNCTION mem_edges_degree_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE mem_degree d SET degree = d.degree - ends.n
+        FROM (SELECT node_id, count(*) AS n FROM (SELECT src AS node_id FROM deleted
+            UNION ALL SELECT dst FROM deleted) AS e GROUP BY node_id) AS ends
+        WHERE d.node_id = ends.node_id;
+    RETURN NULL;
+END $$""",
+    "CREATE TRIGGER mem_edges_degree_delete AFTER DELETE ON mem_edges "
+    "REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT "
+    "EXECUTE FUNCTION mem_edges_degree_delete()",
     """CREATE FUNCTION mem_nodes_degree_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM mem_degree WHERE node_id = OLD.id;
-    RETURN OLD;
+    DELETE FROM mem_degree d USING deleted n WHERE d.node_id = n.id;
+    RETURN NULL;
 END $$""",
     "CREATE TRIGGER mem_nodes_degree_delete AFTER DELETE ON mem_nodes "
-    "FOR EACH ROW EXECUTE FUNCTION mem_nodes_degree_delete()",
+    "REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT "
+    "EXECUTE FUNCTION mem_nodes_degree_delete()",
     # The bookkeeping of an import of a shared store's events (sharing.py).
     'CREATE TABLE mem_events (id text COLLATE "C" PRIMARY KEY, recorded_at text NOT NULL)',
     'CREATE TABLE mem_event_folders (folder text COLLATE "C" PRIMARY KEY, stamp text NOT NULL)',

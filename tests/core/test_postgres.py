@@ -272,6 +272,7 @@ def test_a_writer_that_cannot_get_the_lock_in_time_writes_nothing(db_path: str) 
 def test_a_statement_past_its_timeout_ends_the_command(
     db_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    MemoryStore(db_path).close()  # the schema made first: DDL may take longer than 50 ms
     monkeypatch.setenv("NERVAMEM_PG_STATEMENT_TIMEOUT_MS", "50")
     with MemoryStore(db_path) as store:
         with pytest.raises(StoreError, match="NERVAMEM_PG_STATEMENT_TIMEOUT_MS"):
