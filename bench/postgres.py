@@ -236,6 +236,8 @@ def render(data: dict[str, Any]) -> str:
         lines += [
             f"| {ms:.2f} | {calls:.1f} | `{sql.replace('|', '/')}` |" for ms, calls, sql in profile
         ]
+        own = sum(ms for ms, _, sql in profile if "mem_search_" in sql or "BY n.seq" in sql)
+        lines += ["", f"Search's own statements among these: {own:.1f} ms of each recall."]
     lines += ["", *data.get("notes", []), END]
     return "\n".join(lines) + "\n"
 
