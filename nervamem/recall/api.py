@@ -25,7 +25,7 @@ from .mask import KnownAt, mask_sql, until_known_sql
 from .packing import pack
 from .questions import damp_questions
 from .scoring import Scored, above_floor, top_k
-from .search_postgres import search_for
+from .search_engine import search_for
 from .session_context import session_context
 from .sessions_rank import rank_sessions
 from .tokens import get_counter

@@ -15,7 +15,7 @@ from .. import conflicts, nodes
 from ..models import TimelineItem
 from .api import moment_text
 from .mask import known_sql, until_known_sql
-from .search_postgres import search_for
+from .search_engine import search_for
 from .validation import check_timeline_request
 
 if TYPE_CHECKING:
