@@ -70,6 +70,22 @@ def test_placeholders_are_translated_outside_quoted_text() -> None:
     assert translate("SELECT :id, :fanout") == ("SELECT %(id)s, %(fanout)s", None)
 
 
+@pytest.mark.parametrize(
+    ("url", "shown", "for_a_file"),
+    [
+        (
+            "postgresql://agent:p%40ss@db:5432/memory?sslmode=require&password=other",
+            "postgresql://agent:***@db:5432/memory?sslmode=require&password=***",
+            "postgresql://agent@db:5432/memory?sslmode=require",
+        ),
+        ("postgres://db/memory", "postgres://db/memory", "postgres://db/memory"),
+    ],
+)
+def test_a_url_is_shown_without_its_password(url: str, shown: str, for_a_file: str) -> None:
+    assert shown_url(url) == shown
+    assert url_without_password(url) == for_a_file
+
+
 def test_text_with_percent_signs_and_question_marks_round_trips(store: MemoryStore) -> None:
     text = "100% sure? it's '50%' of ?1 and :name -- not SQL"
     node_id = store.store("fact", text)
