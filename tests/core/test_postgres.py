@@ -343,6 +343,52 @@ def test_sixteen_concurrent_writers_lose_no_acknowledged_write(db_path: str) -> 
         assert distinct == total
 
 
+def test_sixteen_fresh_processes_store_at_once(db_path: str, tmp_path: Path) -> None:
+    """The fleet as agents are started: 16 ``nervamem store`` processes released at once,
+    each its own connection. Every one exits 0 with its ID (or, at worst, the documented
+    store_locked), and every printed ID is in the store."""
+    import os
+    import subprocess
+    import sys
+
+    MemoryStore(db_path).close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NERVAMEM_", "NERVAPACK_"))}
+    env.update(HOME=str(tmp_path), NERVAMEM_DB=db_path, NERVAMEM_FORMAT="json")
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "nervamem",
+                "store",
+                "fact",
+                f"agent {n} was here",
+                "-e",
+                "SharedService",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        for n in range(16)
+    ]
+    results = [(proc.wait(120), *proc.communicate()) for proc in procs]
+    printed = []
+    for code, out, err in results:
+        if code == 0:
+            printed.append(json.loads(out)["id"])
+        else:
+            assert code == 1 and '"store_locked"' in err, err
+    with MemoryStore(db_path) as store:
+        present = {r[0] for r in store.connection.execute("SELECT id FROM mem_nodes")}
+        shared = store.connection.execute(
+            "SELECT count(*) FROM mem_nodes WHERE kind = 'entity' AND tombstoned = 0"
+        ).fetchone()[0]
+    assert printed and set(printed) <= present
+    assert shared == 1
+
+
 # ---------------------------------------------------------------------- faults
 
 
