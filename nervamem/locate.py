@@ -15,6 +15,7 @@ user) is bad input (exit 2); no home folder for the default store is an unusable
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from .errors import BadInputError, StoreError
@@ -32,6 +33,10 @@ GRAPH_FILE = "graph.graphml"
 SHOWN_PATH_CHARS = 80
 # A store named by one of these is a PostgreSQL database (docs/postgres.md).
 URL_SCHEMES = ("postgresql://", "postgres://")
+# What looks like a URL rather than a path: ``scheme:/`` (a scheme of two characters or
+# more, so that ``C:/`` stays a Windows path) or ``://`` anywhere. Such a value that is
+# not a PostgreSQL URL is a typo (``psql://``, ``postgresql:/``), never an SQLite path.
+_URL_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/|://")
 
 
 def shown_path(path: str | os.PathLike[str]) -> str:
@@ -90,8 +95,28 @@ def resolve_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
 
 
 def is_store_url(name: object) -> bool:
-    """Whether ``name`` is a PostgreSQL URL (storage/postgres.py) rather than a path."""
-    return isinstance(name, str) and name[:13].lower().startswith(URL_SCHEMES)
+    """Whether ``name`` is a PostgreSQL URL (storage/postgres.py) rather than a path:
+    the scheme in any case, spaces or a newline around it (pasted) ignored."""
+    return isinstance(name, str) and name.strip()[:13].lower().startswith(URL_SCHEMES)
+
+
+def store_url(name: str) -> str:
+    """A PostgreSQL URL as libpq takes it: without the spaces around it, the scheme in
+    lower case (libpq reads ``POSTGRESQL://`` as a key=value string)."""
+    text = name.strip()
+    scheme, sep, rest = text.partition("://")
+    return f"{scheme.lower()}{sep}{rest}"
+
+
+def refuse_url_like(text: str, source: str) -> None:
+    """BadInputError for a value that looks like a URL but is not a PostgreSQL one; the
+    value is not quoted: it may hold a password."""
+    if _URL_LIKE.search(text.strip()):
+        raise BadInputError(
+            f"{source} looks like a URL but is not a postgresql:// or postgres:// one "
+            "(not shown: it may hold a password); give a PostgreSQL URL or the path of "
+            "a store file"
+        )
 
 
 def resolve_store(explicit: str | os.PathLike[str] | None = None) -> Path | str:
@@ -99,12 +124,14 @@ def resolve_store(explicit: str | os.PathLike[str] | None = None) -> Path | str:
     the order of :func:`resolve_db_path`), else the SQLite file's path."""
     if explicit is not None:
         return (
-            os.fspath(explicit) if is_store_url(os.fspath(explicit)) else resolve_db_path(explicit)
+            store_url(os.fspath(explicit))
+            if is_store_url(os.fspath(explicit))
+            else resolve_db_path(explicit)
         )
     for variable in (ENV_DB_NERVAMEM, ENV_DB):
         from_env = os.environ.get(variable)
         if from_env:
-            return from_env if is_store_url(from_env) else given_path(from_env, variable)
+            return store_url(from_env) if is_store_url(from_env) else given_path(from_env, variable)
     return find_project_store() or home_store()
 
 
@@ -118,6 +145,7 @@ def given_path(text: str, source: str) -> Path:
         raise BadInputError(f"{source} is blank: give the path of a store file")
     if "\x00" in text:
         raise BadInputError(f"{source} contains a NUL byte")
+    refuse_url_like(text, source)
     # Checked on the text: Path("x/") forgets the separator.
     if text.endswith(("/", os.sep)) or (os.altsep and text.endswith(os.altsep)):
         raise BadInputError(

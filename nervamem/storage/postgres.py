@@ -54,11 +54,11 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from ..errors import BadInputError, SchemaTooNewError, StoreError, StoreLockedError
 from ..ids import RandomSource, random_bits
-from ..locate import STORE_DIR, home_store, working_folder
+from ..locate import STORE_DIR, home_store, store_url, working_folder
 from ..state import State, state_from_text, state_text, validate_namespace
 from .common import StorageBase, env_whole_number
 from .engine import POSTGRESQL, Connection, Cursor
@@ -118,14 +118,42 @@ def _without_password(url: str, mask: str | None) -> str:
 
 
 def secrets_of(url: str) -> list[str]:
-    """The passwords a URL holds, to scrub from any message that might echo them."""
+    """What of a URL may be a password, to scrub from any message that might echo it:
+    the password as urllib and as libpq read it, everything between the user's ``:``
+    and the last ``@`` before the path (libpq splits an unencoded ``@`` at the first
+    one and then quotes the rest as a host), each ``@``- or ``/``-separated piece of
+    those, and a ``password=`` parameter; longest first, so that no piece is left."""
+    found: list[str] = []
     try:
         parts = urlsplit(url)
+        found += [parts.password or ""]
+        found += [v for k, v in parse_qsl(parts.query) if k.lower() == "password"]
     except ValueError:
-        return []
-    found = [parts.password] if parts.password else []
-    found += [v for k, v in parse_qsl(parts.query) if k.lower() == "password" and v]
-    return [secret for secret in found if secret]
+        pass
+    rest = url.partition("://")[2].split("?", 1)[0]
+    user_info = rest.rpartition("@")[0]
+    if ":" in user_info:
+        found.append(user_info.split(":", 1)[1])
+    found += [m.group(1) for m in re.finditer(r"[?&]password=([^&#]*)", url, re.IGNORECASE)]
+    pieces = {unquote(text) for text in found} | set(found)
+    for text in list(pieces):
+        pieces.update(piece for piece in re.split(r"[@/]", text) if len(piece) >= 3)
+    return sorted((piece for piece in pieces if piece), key=len, reverse=True)
+
+
+def parse_error(message: str, secrets: Iterable[str]) -> str:
+    """libpq's complaint about a URL it cannot parse, with every quoted part that holds
+    the URL or a password cut out: libpq quotes the whole URI, or the piece it choked
+    on, which may be the password."""
+    hidden = list(secrets)
+
+    def keep(match: re.Match[str]) -> str:
+        quoted = match.group(0)
+        if "://" in quoted or "@" in quoted or any(s in quoted for s in hidden):
+            return '"…"'
+        return quoted
+
+    return re.sub(r'"[^"]*"', keep, message)
 
 
 def companion_folder() -> Path:
@@ -237,6 +265,7 @@ class PostgresStorage(StorageBase):
         busy_timeout_ms: int | None = None,
     ) -> None:
         super().__init__()
+        url = store_url(url)
         self.url = url
         self.location = shown_url(url)
         self.secrets = secrets_of(url)
@@ -280,6 +309,13 @@ class PostgresStorage(StorageBase):
             ) from None
 
         try:
+            psycopg.conninfo.conninfo_to_dict(self.url)
+        except psycopg.Error as exc:
+            raise BadInputError(
+                "the PostgreSQL URL does not parse (not shown: it may hold a password): "
+                + self.scrub(parse_error(_first_line(exc), self.secrets))
+            ) from None
+        try:
             raw = psycopg.connect(
                 self.url,
                 autocommit=True,
@@ -289,6 +325,7 @@ class PostgresStorage(StorageBase):
         except psycopg.Error as exc:
             raise StoreError(
                 f"cannot connect to {self.location}: {self.scrub(_first_line(exc))}"
+                + _encoding_hint(self.url)
             ) from None
         except ValueError as exc:  # a URL libpq cannot parse
             raise BadInputError(f"{self.location} is not a usable PostgreSQL URL: {exc}") from None
@@ -476,6 +513,14 @@ class PostgresStorage(StorageBase):
             "WHERE s.nspname = current_schema() AND c.relkind IN ('r', 'm')"
         ).fetchone()
         return int(row[0])
+
+
+def _encoding_hint(url: str) -> str:
+    """A hint for a URL whose user or password holds an unencoded ``@``."""
+    user_info = url.partition("://")[2].split("?", 1)[0].rpartition("@")[0]
+    if "@" not in user_info:
+        return ""
+    return " (percent-encode special characters in the user and password: @ as %40)"
 
 
 def _utc_now() -> datetime:
