@@ -28,8 +28,8 @@ def forget(storage: Storage, ref: str, *, purge: bool = False) -> ForgetResult:
             tombstone(storage, node_id)
             forget_active_session(storage, node_id)
         return ForgetResult(id=node_id, purged=False, already=already)
-    removed = purge_node(storage, node_id)
-    return ForgetResult(id=node_id, purged=True, removed=removed)
+    removed, not_scrubbed = purge_node(storage, node_id)
+    return ForgetResult(id=node_id, purged=True, removed=removed, files_not_scrubbed=not_scrubbed)
 
 
 def is_tombstoned(storage: Storage, node_id: str) -> bool:
@@ -47,7 +47,7 @@ def tombstone(storage: Storage, node_id: str) -> None:
     )
 
 
-def purge_node(storage: Storage, node_id: str) -> tuple[str, ...]:
+def purge_node(storage: Storage, node_id: str) -> tuple[tuple[str, ...], str | None]:
     """Hard delete that leaves no trace of the content in any file of the store.
 
     secure_delete zeroes the cells and pages this delete frees; 'rebuild' makes the
@@ -55,7 +55,11 @@ def purge_node(storage: Storage, node_id: str) -> tuple[str, ...]:
     checkpoint empties the WAL, whose older frames still hold the content; VACUUM
     rebuilds the file, which drops the copies that earlier writes left in free space
     where SQLite was built without SECURE_DELETE (an update that moves a row, an
-    alias taken over; tests/reliability/test_purge.py shows it).
+    alias taken over; tests/reliability/test_purge.py shows it). On PostgreSQL the
+    tables are rewritten (postgres.py, ``scrub_files``).
+
+    Returns the entities removed with it, and why the files were not scrubbed (None
+    when they were; the delete has committed either way).
     """
     with storage.secure_deletes():
         with storage.transaction():
@@ -68,8 +72,8 @@ def purge_node(storage: Storage, node_id: str) -> tuple[str, ...]:
             # above the highest in use, so repeated purges grew the index structure
             # until FTS5 refused to load it (search_index.py).
             storage.rebuild_search_index()
-        storage.scrub_files()
-    return removed
+        not_scrubbed = storage.scrub_files()
+    return removed, not_scrubbed
 
 
 def delete_purged(storage: Storage, node_id: str, *, relink: bool) -> tuple[str, ...]:

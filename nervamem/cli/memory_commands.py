@@ -429,7 +429,14 @@ def forget(
     ctx: typer.Context,
     node_id: Annotated[str, typer.Argument(metavar="ID", help="Short ID, ID or prefix.")],
     purge: Annotated[
-        bool, typer.Option("--purge", help="Delete it for good, leaving no trace on disk.")
+        bool,
+        typer.Option(
+            "--purge",
+            help="Delete it for good. SQLite: no trace left in the store's "
+            "files. PostgreSQL: the tables are rewritten (VACUUM FULL; a warning if the "
+            "role may not), but the server's WAL, replicas and backups keep the old "
+            "bytes until recycled (docs/postgres.md).",
+        ),
     ] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before purging.")] = False,
     namespace: NsOption = None,
@@ -453,6 +460,10 @@ def forget(
         result = memory.forget(target, purge=purge)
         shared = memory.shared
     emit("forget", result, output)
+    if result.files_not_scrubbed:
+        sys.stderr.write(
+            f"nervamem: warning: purged, but not scrubbed: {result.files_not_scrubbed}\n"
+        )
     if purge and shared:
         sys.stderr.write(
             "nervamem: note: its event files are deleted from .nervapack/events/, but copies "

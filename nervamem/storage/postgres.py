@@ -86,6 +86,10 @@ _LOCK_TIMEOUT = "55P03"
 _QUERY_CANCELED = "57014"
 
 
+# The tables whose rows hold a memory's text or terms: rewritten after a purge.
+SCRUBBED_TABLES = ("mem_nodes", "mem_edges", "mem_aliases", "mem_search_terms", "mem_search_docs")
+
+
 def shown_url(url: str) -> str:
     """The URL with its password (in the netloc or a ``password=`` parameter) as ***."""
     return _without_password(url, "***")
@@ -491,12 +495,42 @@ class PostgresStorage(StorageBase):
                 pass
 
     # ------------------------------------------------------------------ files
-    def scrub_files(self) -> None:
-        """After a purge: VACUUM the tables so the deleted rows' space is reused. Unlike
-        an SQLite file, the server's WAL, replicas and backups may still hold the old
-        bytes for a while (docs/postgres.md)."""
-        for table in ("mem_nodes", "mem_edges", "mem_aliases"):
-            self.connection.execute(f"VACUUM {table}")
+    def scrub_files(self) -> str | None:
+        """After a purge has committed: rewrite every table that held the content
+        (VACUUM FULL, which writes a new file for the table, its TOAST table and its
+        indexes, and deletes the old ones), so no relation file keeps the bytes. Plain
+        VACUUM only marks the space free and leaves index pages' old keys in place.
+
+        None when done; else one line saying why the files were not scrubbed and what
+        to run. A purge is never undone by this: it committed before, so a role that
+        does not own the tables, a lock held past the busy timeout, or a lost server
+        is a warning, not an error. The server's WAL, replicas and backups keep the
+        old bytes until they are recycled (docs/postgres.md, "Purge")."""
+        import psycopg
+
+        tables = ", ".join(SCRUBBED_TABLES)
+        todo = f"run as the tables' owner: VACUUM FULL {tables}"
+        try:
+            raw = self.connection.raw  # type: ignore[attr-defined]
+            not_owned = raw.execute(
+                "SELECT c.relname FROM pg_class c "
+                "WHERE c.relnamespace = current_schema()::regnamespace "
+                "AND c.relname = ANY(%s) AND NOT pg_has_role(c.relowner, 'USAGE') "
+                "ORDER BY 1",
+                (list(SCRUBBED_TABLES),),
+            ).fetchall()
+            if not_owned:
+                return (
+                    f"this role does not own {', '.join(r[0] for r in not_owned)}, so the "
+                    f"server's table files still hold the purged bytes; {todo}"
+                )
+            for table in SCRUBBED_TABLES:
+                raw.execute(f"VACUUM FULL {table}")
+        except (psycopg.Error, StoreError) as exc:
+            error = self.error_from(exc) if isinstance(exc, psycopg.Error) else exc
+            reason = "a lock" if isinstance(error, StoreLockedError) else _first_line(error)
+            return f"the server's table files still hold the purged bytes ({reason}); {todo}"
+        return None
 
     @contextmanager
     def secure_deletes(self) -> Iterator[None]:

@@ -209,6 +209,7 @@ def test_forgetting_twice_says_it_already_was(cli: Run) -> None:
         "purged": False,
         "removed": [],
         "already": True,
+        "files_not_scrubbed": None,
     }
 
 

@@ -103,3 +103,95 @@ def test_a_pasted_url_with_spaces_or_an_upper_case_scheme_is_postgresql(
     assert json.loads(result.stdout)["db_path"].startswith("postgresql://")
     assert run("stats", env={"NERVAMEM_DB": url}).exit_code == 0
     assert not list(tmp_path.glob("*postgres*"))
+
+
+# ---------------------------------------------------------------------- purge
+
+
+def _files_holding(data_dir: Path, needle: bytes) -> list[str]:
+    found = []
+    for path in (data_dir / "base").rglob("*"):
+        if path.is_file() and needle in path.read_bytes():
+            found.append(str(path.relative_to(data_dir)))
+    return found
+
+
+def _checkpoint(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+
+
+@pytest.mark.postgresql_only
+def test_a_purge_leaves_no_trace_in_the_servers_relation_files(
+    db_path: str, pg_server: Any
+) -> None:
+    stored = run("--db", db_path, "store", "fact", "QUOKKASECRET purge me", "-e", "Quokkaentity")
+    assert stored.exit_code == 0, stored.output
+    run("--db", db_path, "store", "fact", "an unrelated memory that stays")
+    _checkpoint(db_path)
+    assert _files_holding(pg_server.data, b"QUOKKASECRET")  # the check sees it before
+    result = run("--db", db_path, "-f", "json", "forget", stored.stdout.strip(), "--purge", "--yes")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["files_not_scrubbed"] is None
+    assert result.stderr == ""
+    _checkpoint(db_path)
+    for needle in (b"QUOKKASECRET", b"quokkasecret", b"Quokkaentity", b"quokkaentity"):
+        assert not _files_holding(pg_server.data, needle), needle
+
+
+def _schema_of(url: str) -> str:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT current_schema()").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+@pytest.mark.postgresql_only
+def test_a_role_that_may_not_rewrite_the_tables_purges_and_says_what_to_run(
+    db_path: str, pg_server: Any
+) -> None:
+    assert run("--db", db_path, "init").exit_code == 0
+    schema = _schema_of(db_path)
+    role = f"rw_{schema}"
+    pg_server.admin(
+        f"CREATE ROLE {role} LOGIN; GRANT USAGE ON SCHEMA {schema} TO {role}; "
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}; "
+        f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}",
+        "nervamem",
+    )
+    as_rw = db_path.replace("postgresql://nervamem@", f"postgresql://{role}@", 1)
+    node = run("--db", as_rw, "store", "fact", "WALLABY purge as a writer").stdout.strip()
+    assert node
+    text = run("--db", as_rw, "forget", node, "--purge", "--yes")
+    assert text.exit_code == 0, text.output
+    assert text.stdout.startswith("purged ")
+    line = one_error_line(text)
+    assert "not scrubbed" in line and "VACUUM FULL mem_nodes" in line and "owner" in line
+    assert run("--db", db_path, "show", node).exit_code == 3  # the purge committed
+
+    node = run("--db", as_rw, "store", "fact", "WALLABY again").stdout.strip()
+    as_json = run("--db", as_rw, "-f", "json", "forget", node, "--purge", "--yes")
+    assert as_json.exit_code == 0
+    assert "VACUUM FULL" in json.loads(as_json.stdout)["files_not_scrubbed"]
+
+
+@pytest.mark.postgresql_only
+def test_a_purge_whose_rewrite_waits_on_a_lock_still_reports_the_committed_purge(
+    db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    node = run("--db", db_path, "store", "fact", "WOMBAT purge under lock").stdout.strip()
+    monkeypatch.setenv("NERVAMEM_BUSY_TIMEOUT_MS", "300")
+    with psycopg.connect(db_path) as reader:  # a reader in an open transaction
+        reader.execute("SELECT count(*) FROM mem_nodes").fetchone()
+        result = run("--db", db_path, "-f", "json", "forget", node, "--purge", "--yes")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["purged"] is True
+    assert "lock" in json.loads(result.stdout)["files_not_scrubbed"]
+    assert "not scrubbed" in one_error_line(result)
+    assert run("--db", db_path, "show", node).exit_code == 3
