@@ -17,6 +17,7 @@ key, and the FTS step only accepts a name with the same digit runs.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .storage.engine import SQLITE, Connection, dialect_of
 
@@ -100,15 +101,7 @@ def _find_by_fts(conn: Connection, namespace: str, name: str) -> str | None:
             (phrase, namespace),
         ).fetchall()
     else:
-        # The same phrase, stemmed, over the entities' own text-search index
-        # (postgres_schema.py): entity resolution needs no search tables.
-        rows = conn.execute(
-            "SELECT n.id, n.content FROM mem_nodes n "
-            "WHERE to_tsvector('nervamem_english', n.content) @@ "
-            "phraseto_tsquery('nervamem_english', ?) AND n.kind = 'entity' "
-            "AND n.namespace = ? AND n.tombstoned = 0 ORDER BY n.seq LIMIT 20",
-            (" ".join(name_words), namespace),
-        ).fetchall()
+        rows = _phrase_hits_postgres(conn, namespace, " ".join(name_words))
     name_digits = digit_runs(name)
     for entity_id, content in rows:
         # A phrase hit inside a longer name ("auth" in "auth_service") is another entity;
@@ -117,3 +110,32 @@ def _find_by_fts(conn: Connection, namespace: str, name: str) -> str | None:
         if len(words(content)) == len(name_words) and digit_runs(content) == name_digits:
             return str(entity_id)
     return None
+
+
+def _phrase_hits_postgres(conn: Connection, namespace: str, phrase: str) -> list[Any]:
+    """The entities whose text holds ``phrase`` as FTS5 matches it on SQLite: the same
+    terms (storage/tokenizer.py, FTS5's tokenizer ported, diacritics removed, Porter
+    stems), found through the search tables (storage/postgres_search.py) and checked in
+    order here; never PostgreSQL's own parser and stemmer, which cut words differently
+    ("Résumé Parser" and "resume parser" were two entities on PostgreSQL, one on
+    SQLite). Nodes written earlier in this transaction are not indexed yet (the engine
+    indexes them before COMMIT): those are read from the queue."""
+    from .storage.tokenizer import tokens
+
+    wanted = tokens(phrase)
+    if not wanted:
+        return []
+    rows = conn.execute(
+        "SELECT n.id, n.content FROM mem_nodes n "
+        "WHERE n.kind = 'entity' AND n.namespace = ? AND n.tombstoned = 0 AND ("
+        "n.seq IN (SELECT seq FROM mem_search_docs WHERE terms @> ?::text[]) "
+        "OR n.seq IN (SELECT seq FROM mem_search_pending)) ORDER BY n.seq",
+        (namespace, sorted(set(wanted))),
+    ).fetchall()
+    size = len(wanted)
+
+    def holds(content: str) -> bool:
+        found = tokens(content)
+        return any(found[i : i + size] == wanted for i in range(len(found) - size + 1))
+
+    return [row for row in rows if holds(str(row[1]))][:20]
