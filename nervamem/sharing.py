@@ -33,7 +33,7 @@ from . import writing
 from .errors import BadInputError, StoreError
 from .ids import ID_PATTERN
 from .kinds import STORABLE_KINDS
-from .storage.engine import SQLITE, Connection
+from .storage.engine import SQLITE, Connection, dialect_of
 from .storage.event_log import (
     CHANGE_TYPES,
     EVENT_FILE,
@@ -824,7 +824,7 @@ def history_events(storage: Storage, namespace: str | None = None) -> list[dict[
             )
     alias_rows = conn.execute(
         "SELECT a.namespace, a.alias, a.entity_id, n.recorded_at FROM mem_aliases a "
-        "JOIN mem_nodes n ON n.id = a.entity_id ORDER BY a.namespace, a.alias"
+        f"JOIN mem_nodes n ON n.id = a.entity_id ORDER BY a.namespace, {_lower_alias(conn)}"
     ).fetchall()
     for ns, alias, entity_id, recorded_at in alias_rows:
         if entity_id in in_scope:
@@ -929,6 +929,17 @@ def share(storage: Storage) -> int:
 # --------------------------------------------------------------------------- comparing
 
 
+def _lower_alias(conn: Connection, column: str = "a.alias") -> str:
+    """An alias lower-cased and ordered as SQLite's NOCASE does on both engines: ASCII
+    letters folded, then byte order. On PostgreSQL the column's ICU collation would
+    fold every letter and order '_' before '-' (api_gateway before api-gateway), so
+    exports and canonical states differed between engines; under "C", lower() folds
+    ASCII only and compares bytes."""
+    if dialect_of(conn) == SQLITE:
+        return f"lower({column})"
+    return f'lower({column} COLLATE "C")'
+
+
 def canonical_state(storage: Storage) -> str:
     """Everything a store shares, in one canonical text: equal on every clone that holds
     the same events. Local matters (row order, access counts, state.yaml) are left out."""
@@ -944,7 +955,7 @@ def canonical_state(storage: Storage) -> str:
     ):
         lines.append(canonical_json(["edge", *row[:4], json.loads(row[4])]))
     for row in conn.execute(
-        "SELECT namespace, lower(alias), entity_id FROM mem_aliases ORDER BY 1, 2"
+        f"SELECT namespace, {_lower_alias(conn, 'alias')}, entity_id FROM mem_aliases ORDER BY 1, 2"
     ):
         lines.append(canonical_json(["alias", *row]))
     return "".join(lines)

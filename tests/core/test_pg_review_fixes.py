@@ -217,3 +217,52 @@ def test_store_e_gives_the_same_entities_on_both_engines(db_path: Path | str) ->
     # What SQLite's FTS5 (unicode61 remove_diacritics 2, porter) resolves; Porter makes
     # "generous" the existing "Generality" (the review's side note, both engines alike).
     assert found == ["Café", "Generality", "Naïve Bayes", "Résumé Parser", "Zoë Ops", "Über Client"]
+
+
+ENTITY_NAMES = ("API Gateway", "Über Client", "auth-service v2", "Zed_Proxy")
+
+
+def _nocase_key(alias: str) -> bytes:
+    """SQLite's NOCASE: ASCII letters folded, then byte order."""
+    return alias.translate({c: c + 32 for c in range(65, 91)}).encode()
+
+
+def test_aliases_are_ordered_and_lower_cased_as_sqlite_nocase(
+    make_store: Any, db_path: Path | str, tmp_path: Path
+) -> None:
+    memory = make_store()
+    for name in ENTITY_NAMES:
+        memory.store("fact", f"about {name}", entities=[name])
+    alias_rows = [
+        json.loads(line)
+        for line in memory.canonical_state().splitlines()
+        if line.startswith('["alias"')
+    ]
+    lowered = [row[2] for row in alias_rows]
+    assert {"api-gateway", "api_gateway", "Über client"} <= set(lowered)
+    assert lowered == sorted(lowered, key=_nocase_key)
+    assert all(alias == _nocase_key(alias).decode() for alias in lowered)
+    memory.close()
+    out = tmp_path / "export.jsonl"
+    assert run("--db", str(db_path), "export", "-o", str(out)).exit_code == 0
+    for line in out.read_text().splitlines():  # one event per moment: its aliases in order
+        exported = [c["alias"] for c in json.loads(line)["changes"] if c["type"] == "alias"]
+        assert exported == sorted(exported, key=_nocase_key)
+
+
+@pytest.mark.postgresql_only
+def test_an_export_moved_to_postgresql_and_back_is_byte_identical(
+    db_path: str, tmp_path: Path
+) -> None:
+    from nervamem import MemoryStore
+
+    sqlite_db = tmp_path / "sq.db"
+    for name in ENTITY_NAMES:
+        assert run("--db", str(sqlite_db), "store", "fact", "probe", "-e", name).exit_code == 0
+    first, again = tmp_path / "from-sqlite.jsonl", tmp_path / "from-pg.jsonl"
+    assert run("--db", str(sqlite_db), "export", "-o", str(first)).exit_code == 0
+    assert run("--db", db_path, "import", str(first)).exit_code == 0
+    assert run("--db", db_path, "export", "-o", str(again)).exit_code == 0
+    assert again.read_bytes() == first.read_bytes()
+    with MemoryStore(sqlite_db) as on_sqlite, MemoryStore(db_path) as on_pg:
+        assert on_pg.canonical_state() == on_sqlite.canonical_state()
