@@ -333,6 +333,15 @@ class PostgresStorage(StorageBase):
             ) from None
         except ValueError as exc:  # a URL libpq cannot parse
             raise BadInputError(f"{self.location} is not a usable PostgreSQL URL: {exc}") from None
+        encoding = raw.info.parameter_status("server_encoding") or "unknown"
+        if encoding.upper() != "UTF8":
+            raw.close()
+            # Checked before anything is created: in another encoding, text outside it
+            # (any emoji, Greek in LATIN1) would fail every command as an internal error.
+            raise StoreError(
+                f"{self.location} is a database in the {encoding} encoding; nervamem needs "
+                "UTF8: CREATE DATABASE ... ENCODING 'UTF8' TEMPLATE template0 (docs/postgres.md)"
+            )
         conn = PgConnection(raw, self)
         try:
             raw.execute(
