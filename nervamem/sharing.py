@@ -106,10 +106,25 @@ def parse_event(text: str) -> dict[str, Any]:
     if not isinstance(changes, list) or not changes:
         raise EventError("no 'changes'")
     for index, change in enumerate(changes):
-        problem = _change_problem(change)
+        problem = _change_problem(change) or (
+            "text with a NUL character, which store refuses too" if _holds_nul(change) else None
+        )
         if problem:
             raise EventError(f"change {index}: {problem}")
     return event
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether a NUL character is in any text of a change: ``store`` refuses one, and a
+    PostgreSQL text or jsonb value cannot hold it, so the same event would import into an
+    SQLite store and fail the whole import on a server."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
 
 
 def _is_time(value: Any) -> bool:

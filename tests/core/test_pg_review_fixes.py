@@ -6,6 +6,7 @@ NUL characters in an import."""
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -266,3 +267,71 @@ def test_an_export_moved_to_postgresql_and_back_is_byte_identical(
     assert again.read_bytes() == first.read_bytes()
     with MemoryStore(sqlite_db) as on_sqlite, MemoryStore(db_path) as on_pg:
         assert on_pg.canonical_state() == on_sqlite.canonical_state()
+
+
+# ---------------------------------------------------------------------- encodings, NUL
+
+
+@pytest.mark.postgresql_only
+def test_a_database_not_in_utf8_is_refused_before_anything_is_created(pg_server: Any) -> None:
+    import psycopg
+
+    name = f"latin_{uuid.uuid4().hex[:12]}"
+    pg_server.admin(
+        f"CREATE DATABASE {name} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+    )
+    url = pg_server.url(name)
+    for args in (
+        ("init",),
+        ("store", "fact", "rocket 🚀 Ωmega"),
+        ("-f", "json", "recall", "Ωmega"),
+    ):
+        result = run("--db", url, *args)
+        assert result.exit_code == 1, result.output
+        if args[0] != "-f":
+            line = one_error_line(result)
+            assert "LATIN1" in line and "UTF8" in line and "internal" not in line
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'mem_%'").fetchone()
+    assert row == (0,)
+
+
+NUL_EVENT = {
+    "changes": [
+        {
+            "confidence": 1.0,
+            "content": "has nul \u0000 here",
+            "data": {},
+            "id": "f_001a23c8335c87b1affff7b2aaaaa",
+            "kind": "fact",
+            "namespace": "default",
+            "recorded_at": "2026-12-03T15:26:12.195Z",
+            "type": "node",
+            "valid_from": "2026-12-03T15:26:12.195Z",
+        }
+    ],
+    "format": 1,
+    "id": "ev_001a23c8333a06024c0925262aaaa",
+    "recorded_at": "2026-12-03T15:26:12.195Z",
+}
+GOOD_EVENT = json.loads(
+    json.dumps(NUL_EVENT)
+    .replace("has nul \\u0000 here", "a fine memory")
+    .replace("f_001a23c8335c87b1affff7b2aaaaa", "f_001a23c8335c87b1affff7b2aaaab")
+    .replace("ev_001a23c8333a06024c0925262aaaa", "ev_001a23c8333a06024c0925262aaab")
+)
+
+
+def test_import_skips_an_event_with_a_nul_character_as_store_would(
+    db_path: Path | str, tmp_path: Path
+) -> None:
+    source = tmp_path / "nul.jsonl"
+    source.write_text(json.dumps(NUL_EVENT) + "\n" + json.dumps(GOOD_EVENT) + "\n")
+    result = run("--db", str(db_path), "-f", "json", "import", str(source))
+    assert result.exit_code == 4, result.output
+    report = json.loads(result.stdout)
+    assert report["imported"] == 1
+    assert len(report["problems"]) == 1
+    assert "NUL" in report["problems"][0]["reason"]
+    listed = json.loads(run("--db", str(db_path), "-f", "json", "list").stdout)
+    assert [item["content"] for item in listed["items"]] == ["a fine memory"]
