@@ -86,7 +86,9 @@ def init(
     ] = False,
     fmt: FormatOption = None,
 ) -> None:
-    """Create a store in ./.nervapack/memory.db (idempotent).
+    """Create the store (idempotent): ./.nervapack/memory.db, or what --db names.
+
+    --db or NERVAMEM_DB names an SQLite file or a postgresql:// URL.
 
     It also writes .nervapack/.gitignore, which keeps the store out of git (all but
     events/, which team memory shares).
@@ -96,6 +98,7 @@ def init(
       nervamem init            # project store in the current folder
       nervamem init --shared   # team memory: commit .nervapack/events/ with the code
       nervamem init --global   # ~/.nervapack/memory.db
+      nervamem --db postgresql://agent@db/memory init   # a store on a server
     """
     from ..locate import (
         STORE_DIR,

@@ -335,3 +335,14 @@ def test_import_skips_an_event_with_a_nul_character_as_store_would(
     assert "NUL" in report["problems"][0]["reason"]
     listed = json.loads(run("--db", str(db_path), "-f", "json", "list").stdout)
     assert [item["content"] for item in listed["items"]] == ["a fine memory"]
+
+
+# ---------------------------------------------------------------------- help texts
+
+
+@pytest.mark.parametrize("command", [(), ("init",)])
+def test_help_says_the_store_may_be_a_postgresql_database(command: tuple[str, ...]) -> None:
+    result = run(*command, "--help")
+    assert result.exit_code == 0
+    summary = " ".join(result.stdout.split("Options:")[0].split())
+    assert "postgresql://" in summary and "in one SQLite file." not in summary
