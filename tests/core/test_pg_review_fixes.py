@@ -6,6 +6,8 @@ NUL characters in an import."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -346,3 +348,24 @@ def test_help_says_the_store_may_be_a_postgresql_database(command: tuple[str, ..
     assert result.exit_code == 0
     summary = " ".join(result.stdout.split("Options:")[0].split())
     assert "postgresql://" in summary and "in one SQLite file." not in summary
+
+
+# ---------------------------------------------------------------------- hooks, print-config
+
+
+@pytest.mark.postgresql_only
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_hooks_install_with_a_url_needs_nervamem_db_to_name_it(
+    pg_server: Any, tmp_path: Path
+) -> None:
+    url = pg_server.fresh_url(password=SECRET)
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    refused = run("--db", url, "hooks", "install", "--repo", str(repo))
+    assert refused.exit_code == 2, refused.output
+    line = one_error_line(refused)
+    assert "NERVAMEM_DB=postgresql://nervamem@" in line and SECRET not in line
+    assert not (repo / ".git" / "hooks" / "post-commit").exists()
+    done = run("--db", url, "hooks", "install", "--repo", str(repo), env={"NERVAMEM_DB": url})
+    assert done.exit_code == 0, done.output
+    assert (repo / ".git" / "hooks" / "post-commit").exists()
