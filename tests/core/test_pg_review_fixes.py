@@ -369,3 +369,14 @@ def test_hooks_install_with_a_url_needs_nervamem_db_to_name_it(
     done = run("--db", url, "hooks", "install", "--repo", str(repo), env={"NERVAMEM_DB": url})
     assert done.exit_code == 0, done.output
     assert (repo / ".git" / "hooks" / "post-commit").exists()
+
+
+@pytest.mark.postgresql_only
+def test_print_config_says_when_it_left_a_password_out(pg_server: Any) -> None:
+    with_password = run(
+        "--db", pg_server.fresh_url(password=SECRET), "mcp", "--print-config", "claude-code"
+    )
+    assert with_password.exit_code == 0 and SECRET not in with_password.output
+    assert "password is left out" in with_password.stderr and "PGPASSWORD" in with_password.stderr
+    without = run("--db", pg_server.fresh_url(), "mcp", "--print-config", "claude-code")
+    assert without.exit_code == 0 and "password" not in without.stderr
