@@ -597,9 +597,12 @@ def check_supersedable(
     if kind == "session":
         raise BadInputError("a session cannot be superseded")
     if new_start < valid_from:
+        # On one day, to the second: "2026-12-03, before ... (2026-12-03)" hid the cause
+        # (another machine's clock ahead of this one's, on a shared server).
+        cut = 10 if new_start[:10] != valid_from[:10] else 19
         raise BadInputError(
-            f"the new node would be valid from {new_start[:10]}, before {old_id} "
-            f"({valid_from[:10]}); give --valid-from on or after it"
+            f"the new node would be valid from {new_start[:cut]}, before {old_id} "
+            f"({valid_from[:cut]}); give --valid-from on or after it"
         )
 
 

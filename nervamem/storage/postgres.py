@@ -80,6 +80,10 @@ DEFAULT_BUSY_TIMEOUT_MS = 15_000
 # The first key of the store's advisory lock (the second is the schema's hash): "nm".
 LOCK_CLASS = 0x6E6D
 WRITE_LOCK_SQL = f"SELECT pg_advisory_xact_lock({LOCK_CLASS}, hashtext(current_schema()))"
+# The lock, then the server's clock once it is held: a transaction's time (IDs,
+# recorded_at, default valid_from) comes from the one server every machine shares, so
+# machines with skewed clocks still write in the order their transactions committed.
+WRITE_LOCK_AND_TIME_SQL = WRITE_LOCK_SQL + ", clock_timestamp()"
 # SQLSTATEs (PostgreSQL, appendix A) that mean: the server or the connection went away.
 _LOST = ("08", "57P01", "57P02", "57P03")
 _LOCK_TIMEOUT = "55P03"
@@ -274,6 +278,7 @@ class PostgresStorage(StorageBase):
         self.location = shown_url(url)
         self.secrets = secrets_of(url)
         self.clock = clock or _utc_now
+        self.server_clock = clock is None
         self.random = random_source or random_bits
         self.namespace_override = validate_namespace(namespace) if namespace is not None else None
         self.in_transaction = False
@@ -463,8 +468,9 @@ class PostgresStorage(StorageBase):
         conn.execute("BEGIN")
         self.in_transaction = True
         try:
-            conn.execute(WRITE_LOCK_SQL)
-            self.transaction_time = self.clock()
+            locked = conn.execute(WRITE_LOCK_AND_TIME_SQL).fetchone()
+            # An injected clock (tests, tools) wins; by default the server's.
+            self.transaction_time = locked[1] if self.server_clock else self.clock()
             yield
             if self._state_pending and self._state is not None:
                 conn.execute(

@@ -380,3 +380,38 @@ def test_print_config_says_when_it_left_a_password_out(pg_server: Any) -> None:
     assert "password is left out" in with_password.stderr and "PGPASSWORD" in with_password.stderr
     without = run("--db", pg_server.fresh_url(), "mcp", "--print-config", "claude-code")
     assert without.exit_code == 0 and "password" not in without.stderr
+
+
+# ---------------------------------------------------------------------- clocks
+
+
+@pytest.mark.postgresql_only
+def test_a_machine_whose_clock_is_behind_still_supersedes_on_a_shared_server(
+    db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    import nervamem.storage.postgres as pg
+    from nervamem import MemoryStore
+
+    with MemoryStore(db_path) as machine_a:
+        first = machine_a.store("fact", "deploy window is Friday 18:00 UTC")
+    behind = datetime.now(timezone.utc) - timedelta(minutes=10)
+    monkeypatch.setattr(pg, "_utc_now", lambda: behind)
+    with MemoryStore(db_path) as machine_b:
+        second = machine_b.store("fact", "deploy window moved to Thursday", supersedes=first)
+    # Stored, not refused as "valid before" the first; its time is the server's.
+    shown = json.loads(run("--db", db_path, "-f", "json", "show", second).stdout)
+    assert shown["nodes"][0]["recorded_at"] > behind.isoformat()[:19]
+
+
+def test_a_supersession_before_the_old_node_on_the_same_day_shows_the_times(
+    make_store: Any,
+) -> None:
+    from nervamem.errors import BadInputError
+
+    memory = make_store()
+    first = memory.store("fact", "old truth", valid_from="2026-07-03T15:30:00Z")
+    with pytest.raises(BadInputError) as caught:
+        memory.store("fact", "new truth", valid_from="2026-07-03T15:20:00Z", supersedes=first)
+    assert "2026-07-03T15:20:00" in str(caught.value) and "2026-07-03T15:30:00" in str(caught.value)
