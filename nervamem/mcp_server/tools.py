@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import UsageError
+from ..errors import ConnectionLostError, UsageError
 from ..failures import Failure, describe
 from ..kinds import NODE_KINDS, STORABLE_KINDS
 from ..locate import resolve_store
@@ -465,15 +465,31 @@ class MemoryServer:
             args = dict(arguments or {})
             check_arguments(tool, args)
             args = {key: value for key, value in args.items() if value is not None}
-            memory = self.store()
-            namespace = args.pop("namespace", None)
-            if isinstance(namespace, str):
-                memory.storage.namespace_override = validate_namespace(namespace)
-            return _HANDLERS[name](self, memory, args)
+            try:
+                return self._run(name, args)
+            except ConnectionLostError as exc:
+                # A server restarted since the last call: reconnect and run it once more,
+                # unless a COMMIT went out (its outcome is unknown).
+                if not exc.committed_nothing:
+                    raise
+                return self._run(name, args)
         except Exception as exc:
             if os.environ.get(ENV_DEBUG) == "1":
                 traceback.print_exc(file=sys.stderr)
             return error_answer(describe(exc))
+
+    def _run(self, name: str, args: dict[str, Any]) -> Answer:
+        memory = self.store()  # a connection lost here: nothing of the call ran yet
+        before = getattr(memory.storage, "commits_sent", 0)
+        args = dict(args)
+        namespace = args.pop("namespace", None)
+        if isinstance(namespace, str):
+            memory.storage.namespace_override = validate_namespace(namespace)
+        try:
+            return _HANDLERS[name](self, memory, args)
+        except ConnectionLostError as exc:
+            exc.committed_nothing = getattr(memory.storage, "commits_sent", 0) == before
+            raise
 
     # ------------------------------------------------------------------ the tools
     def _store_memory(self, memory: MemoryStore, args: dict[str, Any]) -> Answer:

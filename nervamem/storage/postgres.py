@@ -56,7 +56,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-from ..errors import BadInputError, SchemaTooNewError, StoreError, StoreLockedError
+from ..errors import (
+    BadInputError,
+    ConnectionLostError,
+    SchemaTooNewError,
+    StoreError,
+    StoreLockedError,
+)
 from ..ids import RandomSource, random_bits
 from ..locate import STORE_DIR, home_store, store_url, working_folder
 from ..state import State, state_from_text, state_text, validate_namespace
@@ -279,6 +285,7 @@ class PostgresStorage(StorageBase):
         self.secrets = secrets_of(url)
         self.clock = clock or _utc_now
         self.server_clock = clock is None
+        self.commits_sent = 0
         self.random = random_source or random_bits
         self.namespace_override = validate_namespace(namespace) if namespace is not None else None
         self.in_transaction = False
@@ -423,7 +430,7 @@ class PostgresStorage(StorageBase):
         broken = isinstance(exc, psycopg.OperationalError) and self._lost()
         if state.startswith(_LOST) or broken:
             self._drop()
-            return StoreError(
+            return ConnectionLostError(
                 f"lost the connection to {self.location} ({text}); "
                 "the command's changes were not committed"
             )
@@ -482,6 +489,9 @@ class PostgresStorage(StorageBase):
             # The search index's terms come from Python (postgres_search.py): the nodes
             # this transaction wrote are indexed before it commits.
             index_pending(conn)
+            # Counted before it is sent: once a COMMIT went out, a lost connection
+            # leaves its outcome unknown, and a caller must not retry (mcp_server).
+            self.commits_sent += 1
             conn.execute("COMMIT")
         except BaseException:
             if self._state_pending:

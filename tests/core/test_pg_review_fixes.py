@@ -415,3 +415,32 @@ def test_a_supersession_before_the_old_node_on_the_same_day_shows_the_times(
     with pytest.raises(BadInputError) as caught:
         memory.store("fact", "new truth", valid_from="2026-07-03T15:20:00Z", supersedes=first)
     assert "2026-07-03T15:20:00" in str(caught.value) and "2026-07-03T15:30:00" in str(caught.value)
+
+
+# ---------------------------------------------------------------------- MCP
+
+
+@pytest.mark.postgresql_only
+def test_the_mcp_server_reconnects_after_a_server_restart_and_answers(
+    db_path: str, pg_server: Any
+) -> None:
+    from nervamem.mcp_server.tools import MemoryServer
+
+    server = MemoryServer(db_path)
+    try:
+        stored = server.call("memory_store", {"kind": "fact", "content": "kept across restart"})
+        assert not stored.is_error, stored
+        pg_server.restart()  # every open connection is gone
+        recalled = server.call("memory_recall", {"query": "kept across restart"})
+        assert not recalled.is_error, recalled
+        assert "kept across restart" in recalled.text
+        pg_server.restart()
+        again = server.call("memory_store", {"kind": "fact", "content": "after a second restart"})
+        assert not again.is_error, again
+    finally:
+        server.close()
+    listed = json.loads(run("--db", db_path, "-f", "json", "list").stdout)
+    assert sorted(item["content"] for item in listed["items"]) == [
+        "after a second restart",
+        "kept across restart",
+    ]
