@@ -70,23 +70,16 @@ def find_entity(conn: Connection, namespace: str, name: str) -> str | None:
     """Return the ID of the live entity that ``name`` denotes, or None."""
     key = folded(name)
     # The stripped form last: it finds entities of older stores by the alias they have.
-    candidates = [
-        c for c in dict.fromkeys((name.strip(), camel_to_snake(name), key, stripped(name))) if c
-    ]
-    # Every spelling in one statement (a round trip to a server costs more than the
-    # lookup), then taken in the order above; aliases fold case, as the column does.
-    found = {
-        str(alias).lower(): (entity_id, content)
-        for alias, entity_id, content in conn.execute(
-            "SELECT a.alias, a.entity_id, n.content FROM mem_aliases a "
+    candidates = (name.strip(), camel_to_snake(name), key, stripped(name))
+    for candidate in dict.fromkeys(candidates):
+        if not candidate:
+            continue
+        row = conn.execute(
+            "SELECT a.entity_id, n.content FROM mem_aliases a "
             "JOIN mem_nodes n ON n.id = a.entity_id "
-            f"WHERE a.namespace = ? AND a.alias IN ({','.join('?' * len(candidates))}) "
-            "AND n.tombstoned = 0",
-            (namespace, *candidates),
-        )
-    }
-    for candidate in candidates:
-        row = found.get(candidate.lower())
+            "WHERE a.namespace = ? AND a.alias = ? AND n.tombstoned = 0",
+            (namespace, candidate),
+        ).fetchone()
         # An older store's stripped alias may join digit runs (func1014 for func_101_4):
         # it names this entity only if the entity's own name folds to the same key.
         if row and folded(str(row[1])) == key:

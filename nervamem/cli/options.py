@@ -56,7 +56,8 @@ def complete_namespace(ctx: typer.Context, incomplete: str) -> list[str]:
 
         # Pressing Tab must never create a store as a side effect.
         path = resolve_store(ctx.find_root().params.get("db"))
-        if not isinstance(path, str) and not path.is_file():
+        # A server's database is not opened either: opening creates nervamem's tables.
+        if isinstance(path, str) or not path.is_file():
             return []
         with MemoryStore(str(path)) as store:
             names = [info.name for info in store.list_namespaces()]

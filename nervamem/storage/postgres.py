@@ -30,6 +30,15 @@ How it keeps SQLite's guarantees on a server shared by many machines:
 * **The event log** of team memory (event_log.py) is for SQLite files shared through
   git; a server is shared already, so ``events`` stays None here.
 
+**Why an adapter, not a second copy of the SQL.** The features' ~300 statements are
+written once, in the subset both engines accept (``ON CONFLICT``, aliased subqueries,
+``count(*) FILTER``); the few SQLite functions PostgreSQL lacks are defined by its schema
+(postgres_schema.py), and the few fragments that must differ are chosen by
+``storage.engine``. What is left is the placeholder style: :func:`translate` maps ``?``,
+``?NNN`` and ``:name`` to psycopg's ``%s`` / ``%(name)s`` outside quoted text, escaping
+``%``. It is a scan of the statement's text, not a rewrite of its SQL, and it runs once
+per distinct statement (an LRU cache), so its cost is a dictionary lookup per call.
+
 The connection runs in autocommit mode; :meth:`PostgresStorage.transaction` sends
 BEGIN and COMMIT itself, as sqlite.py does with ``isolation_level=None``. Reads outside
 a transaction are single statements, each its own snapshot.

@@ -70,6 +70,22 @@ def test_placeholders_are_translated_outside_quoted_text() -> None:
     assert translate("SELECT :id, :fanout") == ("SELECT %(id)s, %(fanout)s", None)
 
 
+@pytest.mark.parametrize(
+    ("url", "shown", "for_a_file"),
+    [
+        (
+            "postgresql://agent:p%40ss@db:5432/memory?sslmode=require&password=other",
+            "postgresql://agent:***@db:5432/memory?sslmode=require&password=***",
+            "postgresql://agent@db:5432/memory?sslmode=require",
+        ),
+        ("postgres://db/memory", "postgres://db/memory", "postgres://db/memory"),
+    ],
+)
+def test_a_url_is_shown_without_its_password(url: str, shown: str, for_a_file: str) -> None:
+    assert shown_url(url) == shown
+    assert url_without_password(url) == for_a_file
+
+
 def test_text_with_percent_signs_and_question_marks_round_trips(store: MemoryStore) -> None:
     text = "100% sure? it's '50%' of ?1 and :name -- not SQL"
     node_id = store.store("fact", text)
@@ -325,6 +341,52 @@ def test_sixteen_concurrent_writers_lose_no_acknowledged_write(db_path: str) -> 
         seqs = store.connection.execute("SELECT count(DISTINCT seq), count(*) FROM mem_nodes")
         distinct, total = seqs.fetchone()
         assert distinct == total
+
+
+def test_sixteen_fresh_processes_store_at_once(db_path: str, tmp_path: Path) -> None:
+    """The fleet as agents are started: 16 ``nervamem store`` processes released at once,
+    each its own connection. Every one exits 0 with its ID (or, at worst, the documented
+    store_locked), and every printed ID is in the store."""
+    import os
+    import subprocess
+    import sys
+
+    MemoryStore(db_path).close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NERVAMEM_", "NERVAPACK_"))}
+    env.update(HOME=str(tmp_path), NERVAMEM_DB=db_path, NERVAMEM_FORMAT="json")
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "nervamem",
+                "store",
+                "fact",
+                f"agent {n} was here",
+                "-e",
+                "SharedService",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        for n in range(16)
+    ]
+    results = [(proc.wait(120), *proc.communicate()) for proc in procs]
+    printed = []
+    for code, out, err in results:
+        if code == 0:
+            printed.append(json.loads(out)["id"])
+        else:
+            assert code == 1 and '"store_locked"' in err, err
+    with MemoryStore(db_path) as store:
+        present = {r[0] for r in store.connection.execute("SELECT id FROM mem_nodes")}
+        shared = store.connection.execute(
+            "SELECT count(*) FROM mem_nodes WHERE kind = 'entity' AND tombstoned = 0"
+        ).fetchone()[0]
+    assert printed and set(printed) <= present
+    assert shared == 1
 
 
 # ---------------------------------------------------------------------- faults
