@@ -384,10 +384,13 @@ class _Writer:
         )
         for alias in entity_rules.alias_forms(clean):
             # A tombstoned entity may still own the alias: the live one takes it over.
+            # Deleted and inserted, as SQLite's INSERT OR REPLACE did: a shared store's
+            # event log captures inserted aliases (event_log.py), not updated ones.
             conn.execute(
-                "INSERT INTO mem_aliases (namespace, alias, entity_id) VALUES (?,?,?) "
-                "ON CONFLICT (namespace, alias) DO UPDATE SET alias = excluded.alias, "
-                "entity_id = excluded.entity_id",
+                "DELETE FROM mem_aliases WHERE namespace = ? AND alias = ?", (namespace, alias)
+            )
+            conn.execute(
+                "INSERT INTO mem_aliases (namespace, alias, entity_id) VALUES (?,?,?)",
                 (namespace, alias, entity_id),
             )
         self.entities.clear()
