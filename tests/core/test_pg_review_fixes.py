@@ -1,7 +1,8 @@
 """Findings of the new-user review of the PostgreSQL engine (/work/notes/pg-review.md):
 passwords in messages, near-miss URLs, purge leaving bytes in the server's files,
 entity resolution and export order that differed from SQLite's, a non-UTF8 database,
-NUL characters in an import."""
+NUL characters in an import, help texts, hooks, print-config, server time, the MCP
+server after a restart. Most run on both engines: the point is the same result."""
 
 from __future__ import annotations
 
@@ -13,21 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from nervamem.cli import app as cli_app
+from tests.core.test_postgres import one_error_line, run
 
 SECRET = "s3cr3tpw"
-
-
-def run(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> Any:
-    return CliRunner().invoke(cli_app, list(args), env=env, input=input)
-
-
-def one_error_line(result: Any) -> str:
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    return str(lines[0])
 
 
 # ---------------------------------------------------------------------- credentials
