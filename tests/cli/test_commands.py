@@ -375,6 +375,7 @@ def test_short_ids_shown_by_recall_work_as_arguments(cli: Run, seeded: dict[str,
         "purged": False,
         "removed": [],
         "already": False,
+        "files_not_scrubbed": None,
     }
 
 
