@@ -1,4 +1,5 @@
-"""nervamem: bi-temporal graph memory for AI agents in one SQLite file."""
+"""nervamem: bi-temporal graph memory for AI agents in one SQLite file or a PostgreSQL
+database."""
 
 from __future__ import annotations
 

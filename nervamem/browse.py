@@ -21,7 +21,7 @@ from .timeparse import parse_time
 
 if TYPE_CHECKING:
     from .code.values import CodeAnchor
-    from .storage.sqlite import Storage
+    from .storage.engine import Storage
 
 # What `list` shows when no --kind is given: memories, not the sessions and entities
 # they are filed under (those are listed with --kind session / --kind entity).

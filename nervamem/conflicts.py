@@ -9,8 +9,9 @@ Derived from the edges at read time, so it holds in any order the events arrived
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
+
+from .storage.engine import Connection
 
 _RIVALS = (
     "SELECT a.src, b.src FROM mem_edges a "
@@ -22,7 +23,7 @@ CURRENT: tuple[str, list[str]] = ("rival.tombstoned = 0 AND rival.valid_until IS
 
 
 def rivals(
-    conn: sqlite3.Connection,
+    conn: Connection,
     node_ids: Sequence[str],
     current: tuple[str, list[str]] = CURRENT,
 ) -> dict[str, tuple[str, ...]]:
@@ -44,13 +45,13 @@ def rivals(
     return {node_id: tuple(names) for node_id, names in found.items()}
 
 
-def count(conn: sqlite3.Connection, namespace: str) -> int:
+def count(conn: Connection, namespace: str) -> int:
     """How many nodes of the namespace have two or more current successors."""
     row = conn.execute(
         "SELECT count(*) FROM (SELECT e.dst FROM mem_edges e "
         "JOIN mem_nodes s ON s.id = e.src WHERE e.kind = 'SUPERSEDES' "
         "AND s.namespace = ? AND s.tombstoned = 0 AND s.valid_until IS NULL "
-        "GROUP BY e.dst HAVING count(*) > 1)",
+        "GROUP BY e.dst HAVING count(*) > 1) AS shared",
         (namespace,),
     ).fetchone()
     return int(row[0])

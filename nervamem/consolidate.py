@@ -39,7 +39,7 @@ from .models import Node
 from .storage import rows
 
 if TYPE_CHECKING:
-    from .storage.sqlite import Storage
+    from .storage.engine import Storage
 
 ENTRY_POINT_GROUP = "nervamem.consolidators"
 DEFAULT_STRATEGY = "rule-based"

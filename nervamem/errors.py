@@ -38,6 +38,15 @@ class StoreError(NervamemError):
     exit_code = ExitCode.STORE_UNAVAILABLE
 
 
+class ConnectionLostError(StoreError):
+    """The connection to a PostgreSQL server went away mid-command; the transaction in
+    progress never committed. Same code and exit code as StoreError: a long-lived caller
+    (the MCP server) may reconnect and retry a call that committed nothing."""
+
+    # Set by a caller that knows whether a COMMIT was sent before the loss.
+    committed_nothing = True
+
+
 class StoreMissingError(StoreError):
     """A read named a store file that does not exist: reading creates no store."""
 

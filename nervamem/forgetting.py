@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING
 
 from . import nodes, writing
 from .sessions import forget_active_session
-from .storage import search_index
 
 if TYPE_CHECKING:
     from .models import ForgetResult
-    from .storage.sqlite import Storage
+    from .storage.engine import Storage
 
 
 def forget(storage: Storage, ref: str, *, purge: bool = False) -> ForgetResult:
@@ -29,8 +28,8 @@ def forget(storage: Storage, ref: str, *, purge: bool = False) -> ForgetResult:
             tombstone(storage, node_id)
             forget_active_session(storage, node_id)
         return ForgetResult(id=node_id, purged=False, already=already)
-    removed = purge_node(storage, node_id)
-    return ForgetResult(id=node_id, purged=True, removed=removed)
+    removed, not_scrubbed = purge_node(storage, node_id)
+    return ForgetResult(id=node_id, purged=True, removed=removed, files_not_scrubbed=not_scrubbed)
 
 
 def is_tombstoned(storage: Storage, node_id: str) -> bool:
@@ -48,7 +47,7 @@ def tombstone(storage: Storage, node_id: str) -> None:
     )
 
 
-def purge_node(storage: Storage, node_id: str) -> tuple[str, ...]:
+def purge_node(storage: Storage, node_id: str) -> tuple[tuple[str, ...], str | None]:
     """Hard delete that leaves no trace of the content in any file of the store.
 
     secure_delete zeroes the cells and pages this delete frees; 'rebuild' makes the
@@ -56,11 +55,13 @@ def purge_node(storage: Storage, node_id: str) -> tuple[str, ...]:
     checkpoint empties the WAL, whose older frames still hold the content; VACUUM
     rebuilds the file, which drops the copies that earlier writes left in free space
     where SQLite was built without SECURE_DELETE (an update that moves a row, an
-    alias taken over; tests/reliability/test_purge.py shows it).
+    alias taken over; tests/reliability/test_purge.py shows it). On PostgreSQL the
+    tables are rewritten (postgres.py, ``scrub_files``).
+
+    Returns the entities removed with it, and why the files were not scrubbed (None
+    when they were; the delete has committed either way).
     """
-    secure_before = storage.connection.execute("PRAGMA secure_delete").fetchone()[0]
-    storage.connection.execute("PRAGMA secure_delete = ON")
-    try:
+    with storage.secure_deletes():
         with storage.transaction():
             removed = delete_purged(storage, node_id, relink=True)
             if storage.events is not None:
@@ -70,11 +71,9 @@ def purge_node(storage: Storage, node_id: str) -> tuple[str, ...]:
             # 'rebuild' rather than 'optimize': the optimized segment goes one level
             # above the highest in use, so repeated purges grew the index structure
             # until FTS5 refused to load it (search_index.py).
-            search_index.rebuild(storage.connection)
-        storage.scrub_files()
-    finally:
-        storage.connection.execute(f"PRAGMA secure_delete = {int(secure_before)}")
-    return removed
+            storage.rebuild_search_index()
+        not_scrubbed = storage.scrub_files()
+    return removed, not_scrubbed
 
 
 def delete_purged(storage: Storage, node_id: str, *, relink: bool) -> tuple[str, ...]:
@@ -91,10 +90,10 @@ def delete_purged(storage: Storage, node_id: str, *, relink: bool) -> tuple[str,
     ]
     if relink:
         conn.execute(
-            "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at) "
+            "INSERT INTO mem_edges (src, dst, kind, created_at) "
             "SELECT newer.src, older.dst, 'SUPERSEDES', ? FROM mem_edges newer "
             "JOIN mem_edges older ON older.src = newer.dst AND older.kind = 'SUPERSEDES' "
-            "WHERE newer.dst = ? AND newer.kind = 'SUPERSEDES'",
+            "WHERE newer.dst = ? AND newer.kind = 'SUPERSEDES' ON CONFLICT DO NOTHING",
             (storage.now(), node_id),
         )
     forget_active_session(storage, node_id)

@@ -33,7 +33,7 @@ from .storage import rows
 
 if TYPE_CHECKING:
     from .code.values import CodeSymbol
-    from .storage.sqlite import Storage
+    from .storage.engine import Storage
 
 # A commit touching more symbols than this anchors the first ones (by file and line):
 # a sweeping refactor should not tie one action to hundreds of entities.
@@ -134,7 +134,7 @@ class RecordedCommits:
         for node_id, commit, content in storage.connection.execute(
             "SELECT id, json_extract(data, '$.commit'), content FROM mem_nodes "
             "WHERE namespace = ? AND kind = 'action' AND (json_extract(data, '$.commit') "
-            "IS NOT NULL OR content GLOB 'Commit *')",
+            "IS NOT NULL OR substr(content, 1, 7) = 'Commit ')",
             (storage.namespace,),
         ):
             if commit:

@@ -1,5 +1,8 @@
 """Where the store lives, and the code graph beside it.
 
+A ``postgresql://`` or ``postgres://`` URL in place of a path names a store on a
+PostgreSQL server (:func:`resolve_store`); everything else here is about files.
+
 Order (cli.md): an explicit path (``--db`` / ``MemoryStore(db_path)``), then
 ``NERVAMEM_DB``, then ``NERVAPACK_MEMORY_DB``, then ``.nervapack/memory.db`` found
 walking up from the working directory, then ``~/.nervapack/memory.db``.
@@ -12,6 +15,7 @@ user) is bad input (exit 2); no home folder for the default store is an unusable
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from .errors import BadInputError, StoreError
@@ -27,6 +31,12 @@ STORE_DIR = ".nervapack"
 STORE_FILE = "memory.db"
 GRAPH_FILE = "graph.graphml"
 SHOWN_PATH_CHARS = 80
+# A store named by one of these is a PostgreSQL database (docs/postgres.md).
+URL_SCHEMES = ("postgresql://", "postgres://")
+# What looks like a URL rather than a path: ``scheme:/`` (a scheme of two characters or
+# more, so that ``C:/`` stays a Windows path) or ``://`` anywhere. Such a value that is
+# not a PostgreSQL URL is a typo (``psql://``, ``postgresql:/``), never an SQLite path.
+_URL_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/|://")
 
 
 def shown_path(path: str | os.PathLike[str]) -> str:
@@ -84,6 +94,47 @@ def resolve_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     return find_project_store() or home_store()
 
 
+def is_store_url(name: object) -> bool:
+    """Whether ``name`` is a PostgreSQL URL (storage/postgres.py) rather than a path:
+    the scheme in any case, spaces or a newline around it (pasted) ignored."""
+    return isinstance(name, str) and name.strip()[:13].lower().startswith(URL_SCHEMES)
+
+
+def store_url(name: str) -> str:
+    """A PostgreSQL URL as libpq takes it: without the spaces around it, the scheme in
+    lower case (libpq reads ``POSTGRESQL://`` as a key=value string)."""
+    text = name.strip()
+    scheme, sep, rest = text.partition("://")
+    return f"{scheme.lower()}{sep}{rest}"
+
+
+def refuse_url_like(text: str, source: str) -> None:
+    """BadInputError for a value that looks like a URL but is not a PostgreSQL one; the
+    value is not quoted: it may hold a password."""
+    if _URL_LIKE.search(text.strip()):
+        raise BadInputError(
+            f"{source} looks like a URL but is not a postgresql:// or postgres:// one "
+            "(not shown: it may hold a password); give a PostgreSQL URL or the path of "
+            "a store file"
+        )
+
+
+def resolve_store(explicit: str | os.PathLike[str] | None = None) -> Path | str:
+    """The store in use: a PostgreSQL URL as given (``--db`` or the environment, in
+    the order of :func:`resolve_db_path`), else the SQLite file's path."""
+    if explicit is not None:
+        return (
+            store_url(os.fspath(explicit))
+            if is_store_url(os.fspath(explicit))
+            else resolve_db_path(explicit)
+        )
+    for variable in (ENV_DB_NERVAMEM, ENV_DB):
+        from_env = os.environ.get(variable)
+        if from_env:
+            return store_url(from_env) if is_store_url(from_env) else given_path(from_env, variable)
+    return find_project_store() or home_store()
+
+
 def store_path_in_environment() -> bool:
     return any(os.environ.get(variable) for variable in (ENV_DB_NERVAMEM, ENV_DB))
 
@@ -94,6 +145,7 @@ def given_path(text: str, source: str) -> Path:
         raise BadInputError(f"{source} is blank: give the path of a store file")
     if "\x00" in text:
         raise BadInputError(f"{source} contains a NUL byte")
+    refuse_url_like(text, source)
     # Checked on the text: Path("x/") forgets the separator.
     if text.endswith(("/", os.sep)) or (os.altsep and text.endswith(os.altsep)):
         raise BadInputError(

@@ -124,6 +124,9 @@ class ForgetResult:
     removed: tuple[str, ...] = ()
     # Tombstone only: it was forgotten before, so this call changed nothing.
     already: bool = False
+    # Purge only: why the store's files may still hold the purged bytes (a PostgreSQL
+    # role that does not own the tables, a lock), and what to run; None when scrubbed.
+    files_not_scrubbed: str | None = None
 
 
 @dataclass(frozen=True)

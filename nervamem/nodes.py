@@ -9,14 +9,22 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import AmbiguousIdError, BadInputError, NotFoundError
 from .ids import MIN_SHORT_DIGITS, RANDOM_DIGITS, parse_short, short_form
+from .storage.engine import POSTGRESQL, SQLITE
 
 if TYPE_CHECKING:
     from .models import Node
-    from .storage.sqlite import Storage
+    from .storage.engine import Storage
 
 ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
-# The expression that mem_nodes_id_random (m003) indexes: an ID's random part.
-RANDOM_PART = f"substr(id, -{RANDOM_DIGITS})"
+# The expression that mem_nodes_id_random (m003) indexes: an ID's random part, in each
+# engine's SQL (PostgreSQL's substr counts a negative start from before the string).
+RANDOM_PART_OF = {
+    SQLITE: f"substr({{}}, -{RANDOM_DIGITS})",
+    POSTGRESQL: f"right({{}}, {RANDOM_DIGITS})",
+}
+RANDOM_PART = RANDOM_PART_OF[SQLITE].format("id")
+# The IDs of a JSON array as rows of a column ``value``.
+ID_ROWS = {SQLITE: "json_each(?) q", POSTGRESQL: "json_array_elements_text(?::json) AS q(value)"}
 NODE_SELECT = (
     "SELECT id, kind, content, namespace, valid_from, valid_until, recorded_at, confidence, "
     "tombstoned, access_count, last_accessed, data FROM mem_nodes"
@@ -56,13 +64,14 @@ def resolve_id(storage: Storage, ref: str, *, namespace: str | None = None) -> s
             f"{ref[:40]!r} is not a node ID: a short ID is a kind prefix, '-' and "
             f"{MIN_SHORT_DIGITS} to {RANDOM_DIGITS} hex digits (f-3a9c)"
         )
+    random_part = RANDOM_PART_OF[storage.engine].format("id")
     if short:
         kind, digits = short
         # A range of the random-part index (m003); '+namespace' and 'kind' filter
         # the few rows it holds.
         rows = storage.connection.execute(
-            f"SELECT id FROM mem_nodes WHERE {RANDOM_PART} >= ? "
-            f"AND {RANDOM_PART} < ? AND +kind = ? AND +namespace = ? "
+            f"SELECT id FROM mem_nodes WHERE {random_part} >= ? "
+            f"AND {random_part} < ? AND +kind = ? AND +namespace = ? "
             "ORDER BY id LIMIT 11",
             (digits, digits + "~", kind, ns),
         ).fetchall()
@@ -97,6 +106,8 @@ def short_ids(
     its random part (at least ``min_hex``) that no other node in the store shares,
     whatever its kind or namespace, so it resolves wherever the node does."""
     result: dict[str, str] = {}
+    random_part = RANDOM_PART_OF[storage.engine].format("id")
+    value_part = RANDOM_PART_OF[storage.engine].format("q.value")
     unique = list(dict.fromkeys(ids))
     for start in range(0, len(unique), 500):
         # One statement per 500 IDs (a recall shows hundreds): two seeks each in the
@@ -104,10 +115,10 @@ def short_ids(
         # '<=' and 'id <>': a twin with the very same random part counts as a
         # neighbour.
         rows = storage.connection.execute(
-            f"SELECT q.value, (SELECT max({RANDOM_PART}) FROM mem_nodes "
-            f"WHERE {RANDOM_PART} <= substr(q.value, -{RANDOM_DIGITS}) AND id <> q.value), "
-            f"(SELECT min({RANDOM_PART}) FROM mem_nodes "
-            f"WHERE {RANDOM_PART} > substr(q.value, -{RANDOM_DIGITS})) FROM json_each(?) q",
+            f"SELECT q.value, (SELECT max({random_part}) FROM mem_nodes "
+            f"WHERE {random_part} <= {value_part} AND id <> q.value), "
+            f"(SELECT min({random_part}) FROM mem_nodes "
+            f"WHERE {random_part} > {value_part}) FROM {ID_ROWS[storage.engine]}",
             (json.dumps(unique[start : start + 500]),),
         ).fetchall()
         for node_id, before, after in rows:

@@ -20,7 +20,7 @@ from .storage import rows
 
 if TYPE_CHECKING:
     from .models import CurrentContext, NamespaceInfo, Node
-    from .storage.sqlite import Storage
+    from .storage.engine import Storage
 
 
 def start_session(

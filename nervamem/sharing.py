@@ -33,7 +33,7 @@ from . import writing
 from .errors import BadInputError, StoreError
 from .ids import ID_PATTERN
 from .kinds import STORABLE_KINDS
-from .storage import search_index
+from .storage.engine import SQLITE, Connection, dialect_of
 from .storage.event_log import (
     CHANGE_TYPES,
     EVENT_FILE,
@@ -49,7 +49,7 @@ from .storage.event_log import (
 
 if TYPE_CHECKING:
     from .models import EventProblem, SyncReport
-    from .storage.sqlite import Storage
+    from .storage.engine import Storage
 
 EDGE_KINDS = ("ABOUT", "OCCURRED_IN", "SUPERSEDES", "CONTRADICTS", "CAUSED", "DERIVED_FROM")
 NODE_KINDS = ("session", *STORABLE_KINDS)
@@ -106,10 +106,25 @@ def parse_event(text: str) -> dict[str, Any]:
     if not isinstance(changes, list) or not changes:
         raise EventError("no 'changes'")
     for index, change in enumerate(changes):
-        problem = _change_problem(change)
+        problem = _change_problem(change) or (
+            "text with a NUL character, which store refuses too" if _holds_nul(change) else None
+        )
         if problem:
             raise EventError(f"change {index}: {problem}")
     return event
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether a NUL character is in any text of a change: ``store`` refuses one, and a
+    PostgreSQL text or jsonb value cannot hold it, so the same event would import into an
+    SQLite store and fail the whole import on a server."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
 
 
 def _is_time(value: Any) -> bool:
@@ -242,7 +257,7 @@ def _apply_changes(
         if purged_ids.intersection(named):
             continue  # about a node purged for good: nothing of it comes back
         if kind == "node":
-            conn.execute(_NODE_INSERT + "(?,?,?,?,?,?,?,?,?)", _node_row(change))
+            conn.execute(_NODE_INSERT + "(?,?,?,?,?,?,?,?,?)" + _IGNORE, _node_row(change))
             # No successor can have arrived before it: an edge waits for both its
             # nodes (_require), so its valid_until is derived when that edge comes;
             # only an end stated when it was stored (store --valid-until) counts now.
@@ -252,7 +267,7 @@ def _apply_changes(
             continue
         _require(conn, named, present, own)
         if kind == "edge":
-            conn.execute(_EDGE_INSERT + "(?,?,?,?,?)", _edge_row(change))
+            conn.execute(_EDGE_INSERT + "(?,?,?,?,?)" + _IGNORE, _edge_row(change))
             if change["kind"] == "SUPERSEDES":
                 reopen.add(change["dst"])
         else:
@@ -262,9 +277,7 @@ def _apply_changes(
     return tuple(purged)
 
 
-def _require(
-    conn: sqlite3.Connection, node_ids: Iterable[str], present: set[str], own: set[str]
-) -> None:
+def _require(conn: Connection, node_ids: Iterable[str], present: set[str], own: set[str]) -> None:
     for node_id in node_ids:
         if node_id in present or node_id in own:
             continue
@@ -277,9 +290,7 @@ def _data_text(data: dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, sort_keys=True) if data else "{}"
 
 
-def _apply_data(
-    conn: sqlite3.Connection, node_id: str, values: dict[str, Any], event_id: str
-) -> None:
+def _apply_data(conn: Connection, node_id: str, values: dict[str, Any], event_id: str) -> None:
     row = conn.execute("SELECT data FROM mem_nodes WHERE id = ?", (node_id,)).fetchone()
     data = json.loads(row[0]) if row else {}
     changed = False
@@ -290,7 +301,8 @@ def _apply_data(
         if origin is not None and origin[0] > event_id:
             continue  # a later event set this key: its value stands
         conn.execute(
-            "INSERT OR REPLACE INTO mem_data_origin (node_id, key, event_id) VALUES (?, ?, ?)",
+            "INSERT INTO mem_data_origin (node_id, key, event_id) VALUES (?, ?, ?) "
+            "ON CONFLICT (node_id, key) DO UPDATE SET event_id = excluded.event_id",
             (node_id, key, event_id),
         )
         data[key] = value
@@ -309,7 +321,9 @@ def purge_rows(storage: Storage, node_id: str) -> tuple[str, ...]:
 
     conn = storage.connection
     if conn.execute("SELECT 1 FROM mem_nodes WHERE id = ?", (node_id,)).fetchone() is None:
-        conn.execute("INSERT OR IGNORE INTO mem_purged (node_id) VALUES (?)", (node_id,))
+        conn.execute(
+            "INSERT INTO mem_purged (node_id) VALUES (?) ON CONFLICT DO NOTHING", (node_id,)
+        )
         return ()
     removed = delete_purged(storage, node_id, relink=False)
     # This clone's own copies of events that named it (written without fsync, kept
@@ -319,7 +333,7 @@ def purge_rows(storage: Storage, node_id: str) -> tuple[str, ...]:
         [(i,) for i in (node_id, *removed)],
     )
     conn.executemany(
-        "INSERT OR IGNORE INTO mem_purged (node_id) VALUES (?)",
+        "INSERT INTO mem_purged (node_id) VALUES (?) ON CONFLICT DO NOTHING",
         [(i,) for i in (node_id, *removed)],
     )
     return (node_id, *removed)
@@ -391,7 +405,8 @@ def import_events(
                     break
                 waiting = [(source, event) for source, event, _ in retry]
             conn.executemany(
-                "INSERT OR IGNORE INTO mem_events (id, recorded_at) VALUES (?, ?)", applied
+                "INSERT INTO mem_events (id, recorded_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                applied,
             )
             if write_files and log is not None:
                 from .storage.event_log import write_file_durably
@@ -404,7 +419,7 @@ def import_events(
                         write_file_durably(path, text, sync=False)
                         written.append(path)
             if purged:
-                search_index.rebuild(storage.connection)
+                storage.rebuild_search_index()
     except BaseException:
         for path in written:
             path.unlink(missing_ok=True)
@@ -422,10 +437,12 @@ def import_events(
 
 CHUNK_EVENTS = 512
 _NODE_INSERT = (
-    "INSERT OR IGNORE INTO mem_nodes (id, kind, content, namespace, valid_from, "
+    "INSERT INTO mem_nodes (id, kind, content, namespace, valid_from, "
     "valid_until, recorded_at, confidence, data) VALUES "
 )
-_EDGE_INSERT = "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at, data) VALUES "
+# A node or edge already there (by key) is the same fact: inserted once.
+_IGNORE = " ON CONFLICT DO NOTHING"
+_EDGE_INSERT = "INSERT INTO mem_edges (src, dst, kind, created_at, data) VALUES "
 
 
 def _apply_in_chunks(
@@ -484,15 +501,15 @@ def _apply_in_chunks(
 
 
 def _apply_chunk(
-    conn: sqlite3.Connection, chunk: list[tuple[str, dict[str, Any]]], variables: int
+    conn: Connection, chunk: list[tuple[str, dict[str, Any]]], variables: int
 ) -> set[str]:
     """One chunk's changes (none a purge, every node they name present or created in
     it); returns the nodes whose valid_until is to be derived again."""
     nodes = [_node_row(c) for _, e in chunk for c in e["changes"] if c["type"] == "node"]
-    writing.insert_rows(conn, _NODE_INSERT, nodes, 9, variables)
+    writing.insert_rows(conn, _NODE_INSERT, nodes, 9, variables, _IGNORE)
     reopen = {row[0] for row in nodes if writing.STATED_END in row[8]}
     edges = [_edge_row(c) for _, e in chunk for c in e["changes"] if c["type"] == "edge"]
-    writing.insert_rows(conn, _EDGE_INSERT, edges, 5, variables)
+    writing.insert_rows(conn, _EDGE_INSERT, edges, 5, variables, _IGNORE)
     reopen.update(row[1] for row in edges if row[2] == "SUPERSEDES")
     for _, event in chunk:
         for change in event["changes"]:
@@ -528,9 +545,7 @@ def _edge_row(change: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def _apply_in_place(
-    conn: sqlite3.Connection, change: dict[str, Any], event: dict[str, Any]
-) -> None:
+def _apply_in_place(conn: Connection, change: dict[str, Any], event: dict[str, Any]) -> None:
     """An alias, tombstone or data change: each converges whatever the order (the larger
     entity ID owns an alias, the earliest tombstone time stands, each data key keeps the
     latest event's value)."""
@@ -553,15 +568,15 @@ def _apply_in_place(
         _apply_data(conn, change["id"], change["set"], event["id"])
 
 
-def _present_nodes(conn: sqlite3.Connection, node_ids: list[str]) -> set[str]:
+def _present_nodes(conn: Connection, node_ids: list[str]) -> set[str]:
     return _existing(conn, "mem_nodes", node_ids)
 
 
-def _known_events(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
+def _known_events(conn: Connection, ids: list[str]) -> set[str]:
     return _existing(conn, "mem_events", ids)
 
 
-def _existing(conn: sqlite3.Connection, table: str, ids: list[str]) -> set[str]:
+def _existing(conn: Connection, table: str, ids: list[str]) -> set[str]:
     """Which of ``ids`` the table holds (by its ``id`` column), 500 to a query."""
     found: set[str] = set()
     for start in range(0, len(ids), 500):
@@ -573,9 +588,20 @@ def _existing(conn: sqlite3.Connection, table: str, ids: list[str]) -> set[str]:
     return found
 
 
+def require_file_store(storage: Storage, command: str) -> None:
+    """Team memory's event files (docs/team-memory.md) share an SQLite file through git;
+    a store on a PostgreSQL server is shared by the server already."""
+    if storage.engine != SQLITE:
+        raise BadInputError(
+            f"'{command}' is for SQLite stores shared through git; {storage.location} is "
+            "on a PostgreSQL server, which every agent already shares (docs/postgres.md)"
+        )
+
+
 def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> SyncReport:
     """Import the event files this store's cache has not seen. Cheap when nothing changed:
     a month's folder whose stamp (mtime, inode) is the one recorded is not read."""
+    require_file_store(storage, "sync")
     log = _shared_log(storage)
     restore, drop = log.settle_journal(storage.connection)
     if restore or drop:
@@ -632,7 +658,8 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
         # reported again at the next sync (fixed or still broken), never forgotten.
         failed = {p.source.rsplit("/", 1)[0] for p in (*problems, *result.problems)}
         conn.executemany(
-            "INSERT OR REPLACE INTO mem_event_folders (folder, stamp) VALUES (?, ?)",
+            "INSERT INTO mem_event_folders (folder, stamp) VALUES (?, ?) "
+            "ON CONFLICT (folder) DO UPDATE SET stamp = excluded.stamp",
             [
                 (month, stamps[month])
                 for month in to_read
@@ -672,9 +699,7 @@ def _event_names(month: Path) -> list[str]:
     ]
 
 
-def _files_removed(
-    conn: sqlite3.Connection, listing: dict[str, list[str]], gone_months: list[str]
-) -> bool:
+def _files_removed(conn: Connection, listing: dict[str, list[str]], gone_months: list[str]) -> bool:
     """Whether an event file this cache holds is missing from a folder just listed, or
     a whole month's folder it read is gone. Event IDs begin with their time, so a
     month's events are one range of the primary key."""
@@ -814,7 +839,7 @@ def history_events(storage: Storage, namespace: str | None = None) -> list[dict[
             )
     alias_rows = conn.execute(
         "SELECT a.namespace, a.alias, a.entity_id, n.recorded_at FROM mem_aliases a "
-        "JOIN mem_nodes n ON n.id = a.entity_id ORDER BY a.namespace, a.alias"
+        f"JOIN mem_nodes n ON n.id = a.entity_id ORDER BY a.namespace, {_lower_alias(conn)}"
     ).fetchall()
     for ns, alias, entity_id, recorded_at in alias_rows:
         if entity_id in in_scope:
@@ -876,6 +901,7 @@ def export_lines(storage: Storage, namespace: str | None = None) -> Iterator[str
 def share(storage: Storage) -> int:
     """Make an unshared store shared: its history becomes event files, with the original
     IDs and times; returns how many. Idempotent: a shared store is left as it is."""
+    require_file_store(storage, "init --shared")
     folder = events_folder_beside(storage.path)
     if storage.events is not None:
         try:
@@ -895,13 +921,14 @@ def share(storage: Storage) -> int:
                 path = event_path(folder, event["id"], event["recorded_at"])
                 write_file_durably(path, canonical_json(event), sync=False)
                 storage.connection.execute(
-                    "INSERT OR IGNORE INTO mem_events (id, recorded_at) VALUES (?, ?)",
+                    "INSERT INTO mem_events (id, recorded_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
                     (event["id"], event["recorded_at"]),
                 )
             os.sync()  # one flush for every file written, before the store says so
             for month in month_folders(folder):
                 storage.connection.execute(
-                    "INSERT OR REPLACE INTO mem_event_folders (folder, stamp) VALUES (?, ?)",
+                    "INSERT INTO mem_event_folders (folder, stamp) VALUES (?, ?) "
+                    "ON CONFLICT (folder) DO UPDATE SET stamp = excluded.stamp",
                     (month, folder_stamp(folder / month)),
                 )
     except OSError as exc:
@@ -915,6 +942,17 @@ def share(storage: Storage) -> int:
 
 
 # --------------------------------------------------------------------------- comparing
+
+
+def _lower_alias(conn: Connection, column: str = "a.alias") -> str:
+    """An alias lower-cased and ordered as SQLite's NOCASE does on both engines: ASCII
+    letters folded, then byte order. On PostgreSQL the column's ICU collation would
+    fold every letter and order '_' before '-' (api_gateway before api-gateway), so
+    exports and canonical states differed between engines; under "C", lower() folds
+    ASCII only and compares bytes."""
+    if dialect_of(conn) == SQLITE:
+        return f"lower({column})"
+    return f'lower({column} COLLATE "C")'
 
 
 def canonical_state(storage: Storage) -> str:
@@ -932,7 +970,7 @@ def canonical_state(storage: Storage) -> str:
     ):
         lines.append(canonical_json(["edge", *row[:4], json.loads(row[4])]))
     for row in conn.execute(
-        "SELECT namespace, lower(alias), entity_id FROM mem_aliases ORDER BY 1, 2"
+        f"SELECT namespace, {_lower_alias(conn, 'alias')}, entity_id FROM mem_aliases ORDER BY 1, 2"
     ):
         lines.append(canonical_json(["alias", *row]))
     return "".join(lines)

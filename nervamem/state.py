@@ -141,18 +141,32 @@ def load_state(db_path: Path) -> State:
     return _validate(raw, path)
 
 
-def save_state(db_path: Path, state: State) -> None:
-    """Replace state.yaml atomically. The new file keeps the mode (and, where allowed, the
-    group) of the one it replaces, so that other accounts sharing the store (a hook
-    running as another user) can still read it; a first one gets the umask's default."""
-    path = state_path(db_path)
-    body = (
+def state_text(state: State) -> str:
+    """The state as nervamem writes it (state.yaml, or a store on a server)."""
+    return (
         "# nervamem state: the active namespace, its session, and the session left active\n"
         "# in each namespace. Written by nervamem.\n"
         f"namespace: {json.dumps(state.namespace)}\n"
         f"session: {json.dumps(state.session)}\n"
         f"sessions: {json.dumps(state.sessions(), sort_keys=True)}\n"
     )
+
+
+def state_from_text(text: str, source: str) -> State:
+    """The state ``text`` holds (as :func:`state_text` writes it); ``source`` names it in
+    messages."""
+    raw = _parse_fast(text)
+    if raw is None:
+        raw = _parse_yaml(text, source)
+    return _validate(raw, source)
+
+
+def save_state(db_path: Path, state: State) -> None:
+    """Replace state.yaml atomically. The new file keeps the mode (and, where allowed, the
+    group) of the one it replaces, so that other accounts sharing the store (a hook
+    running as another user) can still read it; a first one gets the umask's default."""
+    path = state_path(db_path)
+    body = state_text(state)
     try:
         replaced: os.stat_result | None = os.stat(path)
     except OSError:
@@ -214,7 +228,7 @@ def _parse_fast(text: str) -> dict[str, Any] | None:
     return values
 
 
-def _parse_yaml(text: str, path: Path) -> dict[str, Any]:
+def _parse_yaml(text: str, path: Path | str) -> dict[str, Any]:
     import yaml
 
     try:
@@ -233,7 +247,7 @@ def _parse_yaml(text: str, path: Path) -> dict[str, Any]:
     return loaded
 
 
-def _validate(raw: dict[str, Any], path: Path) -> State:
+def _validate(raw: dict[str, Any], path: Path | str) -> State:
     """The state a file holds. A file without ``sessions`` (written before sessions were
     kept per namespace) has the active namespace's ``session`` only; ``session`` wins
     over ``sessions`` for the active namespace, as an older nervamem may have rewritten

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .ids import KIND_PREFIX
+from .storage.engine import SQLITE
 
 if TYPE_CHECKING:
     from .models import Stats
-    from .storage.sqlite import Storage
+    from .storage.engine import Storage
 
 
 def stats(storage: Storage, *, namespace: str | None = None) -> Stats:
@@ -38,9 +37,9 @@ def stats(storage: Storage, *, namespace: str | None = None) -> Stats:
         "SELECT coalesce(sum(tombstoned), 0), "
         # valid_until is also set by a stated end (store --valid-until): only a node
         # with a live superseder counts as superseded.
-        "coalesce(sum(tombstoned = 0 AND valid_until IS NOT NULL AND EXISTS (SELECT 1 "
-        "FROM mem_edges e JOIN mem_nodes s ON s.id = e.src WHERE e.dst = mem_nodes.id "
-        "AND e.kind = 'SUPERSEDES' AND s.tombstoned = 0)), 0) "
+        "count(*) FILTER (WHERE tombstoned = 0 AND valid_until IS NOT NULL AND EXISTS "
+        "(SELECT 1 FROM mem_edges e JOIN mem_nodes s ON s.id = e.src WHERE e.dst = mem_nodes.id "
+        "AND e.kind = 'SUPERSEDES' AND s.tombstoned = 0)) "
         "FROM mem_nodes WHERE namespace = ?",
         (ns,),
     ).fetchone()
@@ -48,9 +47,6 @@ def stats(storage: Storage, *, namespace: str | None = None) -> Stats:
         "SELECT count(*) FROM mem_review_queue WHERE namespace = ? AND status = 'pending'",
         (ns,),
     ).fetchone()[0]
-    size = sum(
-        os.path.getsize(p) for p in (storage.path, Path(f"{storage.path}-wal")) if os.path.exists(p)
-    )
     return Stats(
         namespace=ns,
         nodes={k: int(nodes.get(k, 0)) for k in KIND_PREFIX if nodes.get(k)},
@@ -58,7 +54,7 @@ def stats(storage: Storage, *, namespace: str | None = None) -> Stats:
         tombstoned=int(tombstoned),
         superseded=int(superseded),
         pending_consolidation=int(pending),
-        db_path=str(storage.path.resolve()),
-        db_bytes=size,
+        db_path=str(storage.path.resolve()) if storage.engine == SQLITE else storage.location,
+        db_bytes=storage.size_bytes(),
         conflicts=conflicts.count(storage.connection, ns),
     )

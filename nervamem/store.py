@@ -14,7 +14,6 @@ SUPERSEDES edges; ``recorded_at`` is never rewritten; every query filters by nam
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -23,7 +22,9 @@ from typing import TYPE_CHECKING
 
 from . import nodes
 from .ids import MIN_SHORT_DIGITS, RandomSource
-from .storage.sqlite import Clock, Storage
+from .storage.choose import open_storage
+from .storage.engine import Connection, Storage
+from .storage.sqlite import Clock
 
 if TYPE_CHECKING:
     from .browse import ListedNode, ListFilter, NodeDetail
@@ -63,7 +64,8 @@ class MemoryStore:
         random_source: RandomSource | None = None,
         busy_timeout_ms: int | None = None,
     ) -> None:
-        self.storage = Storage(
+        # A postgresql:// URL opens a PostgreSQL database, anything else an SQLite file.
+        self.storage: Storage = open_storage(
             db_path,
             namespace=namespace,
             clock=clock,
@@ -77,11 +79,21 @@ class MemoryStore:
         return self.storage.path
 
     @property
+    def engine(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return self.storage.engine
+
+    @property
+    def location(self) -> str:
+        """The store as shown to people: the file's path, or the URL without password."""
+        return self.storage.location
+
+    @property
     def read_only(self) -> bool:
         return self.storage.read_only
 
     @property
-    def connection(self) -> sqlite3.Connection:
+    def connection(self) -> Connection:
         return self.storage.connection
 
     @property

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from itertools import chain
@@ -39,11 +38,12 @@ from .errors import BadInputError
 from .ids import ID_PATTERN, KIND_PREFIX, random_bits
 from .kinds import STORABLE_KINDS
 from .locate import graph_path_beside
+from .storage.engine import SQLITE, Connection, dialect_of
 from .timeparse import format_time, parse_time
 
 if TYPE_CHECKING:
     from .code.values import AnchorReport
-    from .storage.sqlite import Storage
+    from .storage.engine import Storage
 
 Ref = str | int
 _NODE_COLUMNS = 9
@@ -148,21 +148,26 @@ class _Pending:
         # of what is stored (a duplicate is the same row whichever comes first).
         edges, self.edges = sorted(self.edges, key=_EDGE_KEY), []
         self.insert(
-            "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at, data) VALUES ",
+            "INSERT INTO mem_edges (src, dst, kind, created_at, data) VALUES ",
             edges,
             _EDGE_COLUMNS,
+            " ON CONFLICT DO NOTHING",
         )
         self.known.clear()
 
-    def insert(self, head: str, rows: Sequence[tuple[Any, ...]], columns: int) -> None:
+    def insert(
+        self, head: str, rows: Sequence[tuple[Any, ...]], columns: int, tail: str = ""
+    ) -> None:
         if self.max_variables is None:
             self.max_variables = max_variables(self.storage.connection)
-        insert_rows(self.storage.connection, head, rows, columns, self.max_variables)
+        insert_rows(self.storage.connection, head, rows, columns, self.max_variables, tail)
 
 
-def max_variables(conn: sqlite3.Connection) -> int:
+def max_variables(conn: Connection) -> int:
     """How many ``?`` one statement may hold on this connection."""
-    getlimit = getattr(conn, "getlimit", None)  # Python 3.11+
+    import sqlite3
+
+    getlimit = getattr(conn, "getlimit", None)  # Python 3.11+ and SQLite only
     limit = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
     if getlimit is None or limit is None:
         return _DEFAULT_VARIABLES
@@ -170,11 +175,12 @@ def max_variables(conn: sqlite3.Connection) -> int:
 
 
 def insert_rows(
-    conn: sqlite3.Connection,
+    conn: Connection,
     head: str,
     rows: Sequence[tuple[Any, ...]],
     columns: int,
     variables: int,
+    tail: str = "",
 ) -> None:
     """Multi-row INSERTs of as many rows as the connection's parameter limit allows
     (store_many and an import of events: the FTS trigger flushes once per statement)."""
@@ -182,7 +188,7 @@ def insert_rows(
     marks = "(" + ",".join(["?"] * columns) + ")"
     for start in range(0, len(rows), most):
         chunk = rows[start : start + most]
-        conn.execute(head + ",".join([marks] * len(chunk)), list(chain.from_iterable(chunk)))
+        conn.execute(head + ",".join([marks] * len(chunk)) + tail, list(chain.from_iterable(chunk)))
 
 
 _EDGE_KEY = itemgetter(0, 2, 1)  # (src, dst, kind, ...) -> mem_edges PRIMARY KEY (src, kind, dst)
@@ -200,11 +206,13 @@ class WriteResult:
         self.anchoring = anchoring
 
 
-def widen_cache(conn: sqlite3.Connection) -> None:
+def widen_cache(conn: Connection) -> None:
     """For an import (store_many, sync of many events): it writes all over the edge and
     FTS indexes of a large store, and a page cache of 256 MiB (instead of 64) keeps them
     in memory, ~25 % faster at 300k nodes. It stays for the rest of the connection,
-    likely another import."""
+    likely another import. SQLite only: a server sizes its own cache."""
+    if dialect_of(conn) != SQLITE:
+        return
     cache = int(conn.execute("PRAGMA cache_size").fetchone()[0])
     if cache > 0:  # a number of pages rather than KiB
         cache = -cache * int(conn.execute("PRAGMA page_size").fetchone()[0]) // 1024
@@ -376,8 +384,13 @@ class _Writer:
         )
         for alias in entity_rules.alias_forms(clean):
             # A tombstoned entity may still own the alias: the live one takes it over.
+            # Deleted and inserted, as SQLite's INSERT OR REPLACE did: a shared store's
+            # event log captures inserted aliases (event_log.py), not updated ones.
             conn.execute(
-                "INSERT OR REPLACE INTO mem_aliases (namespace, alias, entity_id) VALUES (?,?,?)",
+                "DELETE FROM mem_aliases WHERE namespace = ? AND alias = ?", (namespace, alias)
+            )
+            conn.execute(
+                "INSERT INTO mem_aliases (namespace, alias, entity_id) VALUES (?,?,?)",
                 (namespace, alias, entity_id),
             )
         self.entities.clear()
@@ -587,9 +600,12 @@ def check_supersedable(
     if kind == "session":
         raise BadInputError("a session cannot be superseded")
     if new_start < valid_from:
+        # On one day, to the second: "2026-12-03, before ... (2026-12-03)" hid the cause
+        # (another machine's clock ahead of this one's, on a shared server).
+        cut = 10 if new_start[:10] != valid_from[:10] else 19
         raise BadInputError(
-            f"the new node would be valid from {new_start[:10]}, before {old_id} "
-            f"({valid_from[:10]}); give --valid-from on or after it"
+            f"the new node would be valid from {new_start[:cut]}, before {old_id} "
+            f"({valid_from[:cut]}); give --valid-from on or after it"
         )
 
 

@@ -38,6 +38,7 @@ HEAVY = (
     # The MCP SDK and what it runs on: only `nervamem mcp` serving loads them.
     "mcp",
     "mcp_types",
+    "psycopg",
     "anyio",
 )
 
@@ -172,7 +173,8 @@ def test_lazy_models_are_ordinary_frozen_dataclasses() -> None:
     assert pickle.loads(pickle.dumps(node)) == node
     assert (
         repr(models.ForgetResult("f_1", True))
-        == "ForgetResult(id='f_1', purged=True, removed=(), already=False)"
+        == "ForgetResult(id='f_1', purged=True, removed=(), already=False, "
+        "files_not_scrubbed=None)"
     )
     with pytest.raises(dataclasses.FrozenInstanceError):
         node.content = "y"  # type: ignore[misc]

@@ -190,7 +190,8 @@ def _dedent(lines: tuple[str, ...]) -> list[str]:
 ENVIRONMENT: tuple[tuple[str, str], ...] = (
     (
         "NERVAMEM_DB",
-        "Path of the store when --db is not given; wins over NERVAPACK_MEMORY_DB.",
+        "Path of the store, or a postgresql:// URL, when --db is not given; wins over "
+        "NERVAPACK_MEMORY_DB.",
     ),
     (
         "NERVAPACK_MEMORY_DB",
@@ -214,6 +215,16 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
         "NERVAMEM_BUSY_TIMEOUT_MS",
         "How long to wait for another writer's lock before giving up with exit status 1 "
         "(default 15000).",
+    ),
+    (
+        "NERVAMEM_PG_CONNECT_TIMEOUT",
+        "A store on PostgreSQL: seconds to wait for the server before giving up with exit "
+        "status 1 (default 10).",
+    ),
+    (
+        "NERVAMEM_PG_STATEMENT_TIMEOUT_MS",
+        "A store on PostgreSQL: the longest one statement may run before the command fails "
+        "with exit status 1 and changes nothing (default 60000).",
     ),
     (
         "NERVAMEM_AUTHOR",

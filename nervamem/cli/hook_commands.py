@@ -103,6 +103,7 @@ def hooks_install(
     from ..hook_install import install
 
     output = output_format(ctx, fmt)
+    _refuse_a_url_the_hooks_cannot_see(ctx)
     _check_store(ctx)
     emit("hooks_install", install(repo or Path.cwd()), output)
 
@@ -125,12 +126,37 @@ def hooks_uninstall(
     emit("hooks_install", uninstall(repo or Path.cwd()), output)
 
 
+def _refuse_a_url_the_hooks_cannot_see(ctx: typer.Context) -> None:
+    """The hook scripts find the store as any command does, without --db: from
+    NERVAMEM_DB (or the project or home file). Installed with --db URL and no such
+    variable, commits would go to a local file while the agents use the server; so
+    that is refused, saying what to set (the URL is not written into the scripts: it
+    may hold a password, and the scripts are shared by everyone using the clone)."""
+    from ..errors import BadInputError
+    from ..locate import is_store_url, store_url
+    from ..storage.choose import store_name_in_environment
+    from ..storage.postgres import url_without_password
+
+    given = root_settings(ctx).db
+    if given is None or not is_store_url(given):
+        return
+    in_environment = store_name_in_environment()
+    if is_store_url(in_environment) and store_url(str(in_environment)) == store_url(given):
+        return
+    raise BadInputError(
+        "the git hooks find the store through NERVAMEM_DB, not --db: set "
+        f"NERVAMEM_DB={url_without_password(store_url(given))} (the password in PGPASSWORD "
+        "or ~/.pgpass) where you commit, then run 'nervamem hooks install' again"
+    )
+
+
 def _check_store(ctx: typer.Context) -> None:
     """The hooks write to the store in use: if there is one, it must be usable (the
     usual one-line error if not), though installing them does not touch it."""
-    from ..locate import resolve_db_path
+    from ..locate import resolve_store
 
-    if resolve_db_path(root_settings(ctx).db).exists():
+    store = resolve_store(root_settings(ctx).db)
+    if isinstance(store, str) or store.exists():
         with open_store(ctx) as memory:
             memory.current()
 

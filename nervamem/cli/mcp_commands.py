@@ -59,7 +59,7 @@ def mcp(
     """
     settings = root_settings(ctx)
     if print_config is not None:
-        from ..locate import resolve_db_path
+        from ..locate import resolve_store
         from ..mcp_server.clients import config_for
 
         client = print_config.strip().lower()
@@ -67,10 +67,25 @@ def mcp(
             raise BadInputError(
                 f"unknown client {print_config[:40]!r}: use one of {', '.join(CLIENT_NAMES)}"
             )
-        db_path = resolve_db_path(settings.db).absolute()
-        where, snippet = config_for(client, _server_command(), str(db_path), settings.namespace)
+        store = resolve_store(settings.db)
+        left_out = False
+        if isinstance(store, str):
+            from ..storage.postgres import secrets_of, url_without_password
+
+            # A configuration file is output too: the password stays out of it (libpq
+            # reads it from PGPASSWORD or ~/.pgpass, docs/postgres.md).
+            db = url_without_password(store)
+            left_out = bool(secrets_of(store))
+        else:
+            db = str(store.absolute())
+        where, snippet = config_for(client, _server_command(), db, settings.namespace)
         # stdout is the snippet alone, ready for a file; where it goes is for the person.
         sys.stderr.write(f"nervamem: for {client}: {where}\n")
+        if left_out:
+            sys.stderr.write(
+                "nervamem: note: the URL's password is left out of the configuration: give "
+                "it to the server through PGPASSWORD or ~/.pgpass (docs/postgres.md)\n"
+            )
         sys.stdout.write(snippet)
         return
     if sys.stdin.isatty():

@@ -86,7 +86,9 @@ def init(
     ] = False,
     fmt: FormatOption = None,
 ) -> None:
-    """Create a store in ./.nervapack/memory.db (idempotent).
+    """Create the store (idempotent): ./.nervapack/memory.db, or what --db names.
+
+    --db or NERVAMEM_DB names an SQLite file or a postgresql:// URL.
 
     It also writes .nervapack/.gitignore, which keeps the store out of git (all but
     events/, which team memory shares).
@@ -96,6 +98,7 @@ def init(
       nervamem init            # project store in the current folder
       nervamem init --shared   # team memory: commit .nervapack/events/ with the code
       nervamem init --global   # ~/.nervapack/memory.db
+      nervamem --db postgresql://agent@db/memory init   # a store on a server
     """
     from ..locate import (
         STORE_DIR,
@@ -104,6 +107,7 @@ def init(
         home_store,
         keep_store_out_of_git,
         resolve_db_path,
+        resolve_store,
         store_path_in_environment,
         working_folder,
     )
@@ -112,6 +116,23 @@ def init(
     settings = root_settings(ctx)
     output = output_format(ctx, fmt)
     above = None
+    url = resolve_store(settings.db) if not global_ else None
+    if isinstance(url, str):  # a PostgreSQL database: its schema, nothing on disk
+        memory = options.store_factory(url, None)
+        try:
+            if shared:
+                memory.share()  # refused: a server is shared already
+            result = InitResult(
+                db_path=memory.location,
+                created=bool(getattr(memory.storage, "created", False)),
+                shared=False,
+                events_folder=None,
+                events_written=0,
+            )
+        finally:
+            memory.close()
+        emit("init", result, output)
+        return
     if global_:
         target = home_store()
     elif settings.db is not None or store_path_in_environment():
@@ -411,7 +432,14 @@ def forget(
     ctx: typer.Context,
     node_id: Annotated[str, typer.Argument(metavar="ID", help="Short ID, ID or prefix.")],
     purge: Annotated[
-        bool, typer.Option("--purge", help="Delete it for good, leaving no trace on disk.")
+        bool,
+        typer.Option(
+            "--purge",
+            help="Delete it for good. SQLite: no trace left in the store's "
+            "files. PostgreSQL: the tables are rewritten (VACUUM FULL; a warning if the "
+            "role may not), but the server's WAL, replicas and backups keep the old "
+            "bytes until recycled (docs/postgres.md).",
+        ),
     ] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before purging.")] = False,
     namespace: NsOption = None,
@@ -435,6 +463,10 @@ def forget(
         result = memory.forget(target, purge=purge)
         shared = memory.shared
     emit("forget", result, output)
+    if result.files_not_scrubbed:
+        sys.stderr.write(
+            f"nervamem: warning: purged, but not scrubbed: {result.files_not_scrubbed}\n"
+        )
     if purge and shared:
         sys.stderr.write(
             "nervamem: note: its event files are deleted from .nervapack/events/, but copies "

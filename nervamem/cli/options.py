@@ -51,12 +51,13 @@ class Settings:
 
 def complete_namespace(ctx: typer.Context, incomplete: str) -> list[str]:
     try:
-        from ..locate import resolve_db_path
+        from ..locate import resolve_store
         from ..store import MemoryStore
 
         # Pressing Tab must never create a store as a side effect.
-        path = resolve_db_path(ctx.find_root().params.get("db"))
-        if not path.is_file():
+        path = resolve_store(ctx.find_root().params.get("db"))
+        # A server's database is not opened either: opening creates nervamem's tables.
+        if isinstance(path, str) or not path.is_file():
             return []
         with MemoryStore(str(path)) as store:
             names = [info.name for info in store.list_namespaces()]
@@ -114,7 +115,9 @@ def open_store(
     exist fails (exit 1) instead of answering from a new, empty store left behind, as a
     mistyped path would."""
     root = root_settings(ctx)
-    if not create and root.db is not None:
+    from ..locate import is_store_url
+
+    if not create and root.db is not None and not is_store_url(root.db):
         from ..errors import StoreMissingError
         from ..locate import given_path, shown_path
 

@@ -37,7 +37,9 @@ app = typer.Typer(
     cls=NervamemGroup,
     name="nervamem",
     help=(
-        "Bi-temporal graph memory for AI agents, in one SQLite file.\n\n"
+        "Bi-temporal graph memory for AI agents, in SQLite or PostgreSQL.\n\n"
+        "The store is one SQLite file, or a PostgreSQL database named by a "
+        "postgresql:// URL (--db, NERVAMEM_DB).\n\n"
         "Store decisions, facts and outcomes; recall them within a token budget; "
         "supersede old truths without losing them.\n\n"
         "\b\nExample:\n  nervamem store decision 'Chose JWT for auth' -e AuthService\n"
@@ -64,8 +66,8 @@ def root(
         str | None,
         typer.Option(
             "--db",
-            help="Store file (else NERVAMEM_DB, NERVAPACK_MEMORY_DB, .nervapack/memory.db upwards, "
-            "~/.nervapack/memory.db).",
+            help="Store file, or a postgresql:// URL (else NERVAMEM_DB, NERVAPACK_MEMORY_DB, "
+            ".nervapack/memory.db upwards, ~/.nervapack/memory.db).",
         ),
     ] = None,
     namespace: NsOption = None,

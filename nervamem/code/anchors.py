@@ -25,7 +25,7 @@ from .symbols import HASH_SCHEME
 from .values import AnchorReport, CodeAnchor, CodeSymbol
 
 if TYPE_CHECKING:
-    from ..storage.sqlite import Storage
+    from ..storage.engine import Storage
 
 MAX_ANCHORS_PER_NAME = 20
 

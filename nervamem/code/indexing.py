@@ -28,7 +28,7 @@ from .symbols import HASH_SCHEME, file_hash
 from .values import CodeSymbol, IndexResult, SkippedFile
 
 if TYPE_CHECKING:
-    from ..storage.sqlite import Storage
+    from ..storage.engine import Storage
 
 
 def index_code(storage: Storage, root: str | os.PathLike[str] | None = None) -> IndexResult:

@@ -38,7 +38,7 @@ from .values import (
 )
 
 if TYPE_CHECKING:
-    from ..storage.sqlite import Storage
+    from ..storage.engine import Storage
 
 
 @dataclass(frozen=True)

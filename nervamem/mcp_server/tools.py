@@ -26,10 +26,10 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import UsageError
+from ..errors import ConnectionLostError, UsageError
 from ..failures import Failure, describe
 from ..kinds import NODE_KINDS, STORABLE_KINDS
-from ..locate import resolve_db_path
+from ..locate import resolve_store
 from ..render import json as json_renderer
 from ..render import markdown
 from ..state import validate_namespace
@@ -427,6 +427,7 @@ class MemoryServer:
         self.tokenizer = tokenizer
         self.store_factory = store_factory
         self._store: MemoryStore | None = None
+        self._opened: object = None  # the path or URL _store was opened for
 
     def close(self) -> None:
         if self._store is not None:
@@ -436,11 +437,12 @@ class MemoryServer:
     def store(self) -> MemoryStore:
         """The store the CLI would use now, open; the active namespace and session read
         again from state.yaml."""
-        path = resolve_db_path(self.db)
-        if self._store is not None and self._store.path != path:
+        path = resolve_store(self.db)
+        if self._store is not None and self._opened != path:
             self.close()
         if self._store is None:
             self._store = self.store_factory(os.fspath(path), None)
+            self._opened = path
         storage = self._store.storage
         storage.namespace_override = self.namespace
         storage.reload_state()
@@ -463,15 +465,31 @@ class MemoryServer:
             args = dict(arguments or {})
             check_arguments(tool, args)
             args = {key: value for key, value in args.items() if value is not None}
-            memory = self.store()
-            namespace = args.pop("namespace", None)
-            if isinstance(namespace, str):
-                memory.storage.namespace_override = validate_namespace(namespace)
-            return _HANDLERS[name](self, memory, args)
+            try:
+                return self._run(name, args)
+            except ConnectionLostError as exc:
+                # A server restarted since the last call: reconnect and run it once more,
+                # unless a COMMIT went out (its outcome is unknown).
+                if not exc.committed_nothing:
+                    raise
+                return self._run(name, args)
         except Exception as exc:
             if os.environ.get(ENV_DEBUG) == "1":
                 traceback.print_exc(file=sys.stderr)
             return error_answer(describe(exc))
+
+    def _run(self, name: str, args: dict[str, Any]) -> Answer:
+        memory = self.store()  # a connection lost here: nothing of the call ran yet
+        before = getattr(memory.storage, "commits_sent", 0)
+        args = dict(args)
+        namespace = args.pop("namespace", None)
+        if isinstance(namespace, str):
+            memory.storage.namespace_override = validate_namespace(namespace)
+        try:
+            return _HANDLERS[name](self, memory, args)
+        except ConnectionLostError as exc:
+            exc.committed_nothing = getattr(memory.storage, "commits_sent", 0) == before
+            raise
 
     # ------------------------------------------------------------------ the tools
     def _store_memory(self, memory: MemoryStore, args: dict[str, Any]) -> Answer:

@@ -10,8 +10,11 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING
 
+from ..errors import StoreError
+from ..storage.engine import SQLITE
+
 if TYPE_CHECKING:
-    from ..storage.sqlite import Storage
+    from ..storage.engine import Storage
 
 
 def count_accesses(storage: Storage, ids: list[str]) -> None:
@@ -28,6 +31,18 @@ def count_accesses(storage: Storage, ids: list[str]) -> None:
         # fail, and the ROLLBACK below would throw away the caller's writes.
         conn.executemany(sql, rows)
         return
+    if storage.engine != SQLITE:
+        # A server: one statement, its own transaction; row locks only, so it never
+        # waits for the store's write lock (postgres.py).
+        try:
+            conn.execute(
+                "UPDATE mem_nodes SET access_count = access_count + 1, last_accessed = ? "
+                "WHERE id = ANY (?)",  # one array: one statement text, prepared once
+                [now, list(ids)],
+            )
+        except (sqlite3.Error, StoreError):
+            pass
+        return
     synchronous = conn.execute("PRAGMA synchronous").fetchone()[0]
     try:
         conn.execute("PRAGMA busy_timeout = 2000")
@@ -40,7 +55,7 @@ def count_accesses(storage: Storage, ids: list[str]) -> None:
         conn.executemany(sql, rows)
         conn.execute("COMMIT")
     except sqlite3.Error:
-        if conn.in_transaction:
+        if getattr(conn, "in_transaction", False):  # sqlite3.Connection's
             conn.execute("ROLLBACK")
     finally:
         conn.execute(f"PRAGMA synchronous = {int(synchronous)}")

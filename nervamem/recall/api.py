@@ -10,13 +10,13 @@ step is its own module in this package; what is here is how the budget sizes the
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from .. import conflicts, nodes
 from ..models import RecallItem, RecallResult
+from ..storage.engine import Connection
 from ..timeparse import format_time, parse_time, to_datetime
 from .access_counts import count_accesses
 from .candidates import reasons_of, sessions_of
@@ -25,7 +25,7 @@ from .mask import KnownAt, mask_sql, until_known_sql
 from .packing import pack
 from .questions import damp_questions
 from .scoring import Scored, above_floor, top_k
-from .search import search
+from .search_engine import search_for
 from .session_context import context_weight, session_context
 from .sessions_rank import rank_sessions
 from .tokens import get_counter
@@ -33,7 +33,7 @@ from .validation import check_recall_request
 from .when import favour_times
 
 if TYPE_CHECKING:
-    from ..storage.sqlite import Storage
+    from ..storage.engine import Storage
 
 # Items completed (session, short IDs, a decision's reasons) at a time when packing asks for one.
 COMPLETE_CHUNK = 16
@@ -77,7 +77,9 @@ def run_recall(
     mask: str | KnownAt = mask_time if known_at_text is None else KnownAt(mask_time, known_at_text)
     conn = storage.connection
 
-    found = search(conn, ns, query, as_of=mask, kinds=kinds, want=_candidate_target(budget_tokens))
+    found = search_for(conn)(
+        conn, ns, query, as_of=mask, kinds=kinds, want=_candidate_target(budget_tokens)
+    )
     if hops > 0 and found:
         found = session_context(
             conn,
@@ -125,9 +127,7 @@ def run_recall(
     )
 
 
-def _until_known(
-    conn: sqlite3.Connection, node_ids: list[str], known_at: str
-) -> dict[str, str | None]:
+def _until_known(conn: Connection, node_ids: list[str], known_at: str) -> dict[str, str | None]:
     marks = ",".join("?" * len(node_ids))
     rows = conn.execute(
         f"SELECT n.id, {until_known_sql('n')} FROM mem_nodes n WHERE n.id IN ({marks})",

@@ -8,8 +8,9 @@ were read that way.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
+
+from ..storage.engine import Connection
 
 NODE_COLUMNS = (
     "n.id, n.kind, n.content, n.valid_from, n.valid_until, n.recorded_at, "
@@ -68,7 +69,7 @@ class Candidate:
         return f"Candidate({self.id!r}, relevance={self.relevance!r}, via={self.via!r})"
 
 
-def degrees(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, int]:
+def degrees(conn: Connection, ids: Iterable[str]) -> dict[str, int]:
     """Number of edges of each node, both directions, every kind (missing: none). Read
     from mem_degree, which triggers keep equal to the count of mem_edges rows: counting
     them here would read every edge of a hub entity on every recall."""
@@ -85,7 +86,7 @@ def degrees(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, int]:
 
 
 def reasons_of(
-    conn: sqlite3.Connection, ids: Sequence[str]
+    conn: Connection, ids: Sequence[str]
 ) -> dict[str, tuple[str | None, tuple[str, ...]]]:
     """Rationale and rejected alternatives of the decisions among ``ids`` that have any
     (``data``'s ``rationale`` and ``rejected``, as ``store decision`` writes them)."""
@@ -104,7 +105,7 @@ def reasons_of(
     return found
 
 
-def sessions_of(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
+def sessions_of(conn: Connection, ids: Sequence[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for start in range(0, len(ids), 500):
         chunk = list(ids[start : start + 500])

@@ -9,9 +9,9 @@ per seed, however many edges a hub entity has.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
+from ..storage.engine import Connection
 from .candidates import NODE_COLUMNS, Candidate, NodeRow, degrees
 from .mask import KnownAt, mask_sql
 
@@ -38,16 +38,17 @@ EXPANSION_EDGES = ("ABOUT", "TOUCHES", "CAUSED", "DERIVED_FROM", "CONTRADICTS")
 NEIGHBOURS_SQL = (
     " UNION ".join(
         f"SELECT * FROM (SELECT {far} FROM mem_edges WHERE {near} = :id AND kind = '{kind}' "
-        f"ORDER BY {far} DESC LIMIT :fanout)"
-        for kind in EXPANSION_EDGES
-        for near, far in (("src", "dst"), ("dst", "src"))
+        f"ORDER BY {far} DESC LIMIT :fanout) AS b{index}"
+        for index, (kind, (near, far)) in enumerate(
+            (kind, pair) for kind in EXPANSION_EDGES for pair in (("src", "dst"), ("dst", "src"))
+        )
     )
     + " ORDER BY 1 DESC LIMIT :fanout"
 )
 
 
 def expand(
-    conn: sqlite3.Connection,
+    conn: Connection,
     namespace: str,
     seeds: dict[str, Candidate],
     *,
@@ -122,7 +123,7 @@ def causal_pairs(conn: sqlite3.Connection, ids: Sequence[str]) -> set[tuple[str,
 BATCH_DEGREE = 64
 
 
-def neighbours(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, list[str]]:
+def neighbours(conn: Connection, ids: Sequence[str]) -> dict[str, list[str]]:
     """The EXPANSION_FANOUT newest neighbours of each node over EXPANSION_EDGES, both
     directions (what NEIGHBOURS_SQL returns for it), for a whole frontier at once: one
     statement for the small nodes instead of one per node."""
@@ -152,7 +153,7 @@ def neighbours(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, list[s
 
 
 def _fetch_masked(
-    conn: sqlite3.Connection, namespace: str, ids: list[str], mask: str, mask_params: list[str]
+    conn: Connection, namespace: str, ids: list[str], mask: str, mask_params: list[str]
 ) -> list[NodeRow]:
     rows: list[NodeRow] = []
     for start in range(0, len(ids), 500):

@@ -33,7 +33,7 @@ _UNTIL_KNOWN = (
     "ELSE stated END FROM (SELECT (SELECT min(ks.valid_from) FROM mem_edges ke "
     "JOIN mem_nodes ks ON ks.id = ke.src WHERE ke.dst = {a}.id AND ke.kind = 'SUPERSEDES' "
     "AND ks.recorded_at <= ?) AS known, "
-    "json_extract({a}.data, '$.stated_valid_until') AS stated)) END)"
+    "json_extract({a}.data, '$.stated_valid_until') AS stated) AS k) END)"
 )
 
 

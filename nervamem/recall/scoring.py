@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import heapq
 import math
-import sqlite3
 from datetime import datetime
 
+from ..storage.engine import Connection
 from ..timeparse import to_datetime
 from .candidates import Candidate, degrees
 
@@ -54,7 +54,7 @@ def above_floor(ranked: list[Scored], floor: float) -> list[Scored]:
 
 
 def top_k(
-    conn: sqlite3.Connection, found: dict[str, Candidate], *, reference: datetime, k: int
+    conn: Connection, found: dict[str, Candidate], *, reference: datetime, k: int
 ) -> list[Scored]:
     """The ``k`` best candidates by score, best first (ties: by ID), each with its factors.
 

@@ -15,10 +15,10 @@ their rows.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from ..storage.engine import Connection
 from .candidates import NODE_COLUMNS, Candidate, NodeRow
 from .irregular import past_forms
 from .mask import KnownAt, mask_sql
@@ -59,7 +59,7 @@ def fts_stages(text: str) -> list[str]:
 
 
 def search(
-    conn: sqlite3.Connection,
+    conn: Connection,
     namespace: str,
     query: str,
     *,
@@ -134,7 +134,7 @@ def search(
 
 
 def _newest_common(
-    conn: sqlite3.Connection,
+    conn: Connection,
     common: list[str],
     namespace: str,
     filters: tuple[str, list[str]],
@@ -167,7 +167,7 @@ def _filters(
 
 
 def _read_and_score(
-    conn: sqlite3.Connection,
+    conn: Connection,
     namespace: str,
     members: dict[str, set[int]],
     common: list[str],
@@ -216,7 +216,7 @@ def _read_and_score(
 
 
 def _prefix_stage(
-    conn: sqlite3.Connection,
+    conn: Connection,
     namespace: str,
     keys: list[str],
     found: dict[str, Candidate],

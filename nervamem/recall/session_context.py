@@ -7,9 +7,9 @@ a session's rows are read by a few primary keys per hit, never the whole session
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
+from ..storage.engine import Connection
 from .candidates import NODE_COLUMNS, Candidate, NodeRow, sessions_of
 from .mask import KnownAt, mask_sql
 from .questions import QUESTION_SHARE, asks
@@ -42,7 +42,7 @@ def context_weight(budget: int) -> float:
 
 
 def session_context(
-    conn: sqlite3.Connection,
+    conn: Connection,
     namespace: str,
     found: dict[str, Candidate],
     *,

@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
 
+    from .dbapi import Connection
+
 EVENTS_DIR = "events"
 FORMAT = 1
 EVENT_ID = re.compile(r"^ev_[0-9a-f]{29}$")
@@ -215,7 +217,7 @@ class EventLog:
         conn.execute("DELETE FROM temp.nervamem_outbox")
         self.to_remove = []
 
-    def record_purge(self, conn: sqlite3.Connection, purged: tuple[str, ...]) -> None:
+    def record_purge(self, conn: Connection, purged: tuple[str, ...]) -> None:
         """Inside a purge's transaction: the purge changes go into this transaction's
         event, and every event file that names a purged node is to be removed. What else
         those files held (another memory stored by the same command, its entities and
@@ -362,7 +364,7 @@ class EventLog:
             )
         return path
 
-    def settle_journal(self, conn: sqlite3.Connection) -> tuple[list[str], list[str]]:
+    def settle_journal(self, conn: Connection) -> tuple[list[str], list[str]]:
         """What the journal asks of a sync, read without the write lock: the events to
         write again (journalled in an earlier boot, file missing) and the entries to drop
         (settled: in an earlier boot with the file there, or in this boot with the file
@@ -379,7 +381,7 @@ class EventLog:
                 drop.append(event_id)
         return restore, drop
 
-    def restore_files(self, conn: sqlite3.Connection, restore: list[str], drop: list[str]) -> None:
+    def restore_files(self, conn: Connection, restore: list[str], drop: list[str]) -> None:
         """Inside a write transaction: write again, durably, the files a power loss took,
         and drop the settled entries (:meth:`settle_journal`)."""
         for event_id in restore:

@@ -106,11 +106,12 @@ def m004_search_index_repair(conn: sqlite3.Connection) -> None:
 # it rejected (``data``'s ``rationale`` and ``rejected``, the latter as its JSON text,
 # whose brackets and quotes the tokenizer drops). A virtual generated column: computed
 # where read (the triggers and a rebuild), stored nowhere.
-WHY_COLUMN = (
-    "why TEXT GENERATED ALWAYS AS (CASE WHEN kind = 'decision' THEN nullif(trim("
+WHY_EXPRESSION = (
+    "CASE WHEN kind = 'decision' THEN nullif(trim("
     "coalesce(json_extract(data, '$.rationale'), '') || ' ' || "
-    "coalesce(json_extract(data, '$.rejected'), '')), '') END) VIRTUAL"
+    "coalesce(json_extract(data, '$.rejected'), '')), '') END"
 )
+WHY_COLUMN = f"why TEXT GENERATED ALWAYS AS ({WHY_EXPRESSION}) VIRTUAL"
 
 
 def m005_search_rationale(conn: sqlite3.Connection) -> None:

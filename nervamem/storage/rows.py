@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .sqlite import Storage
+    from .engine import Storage
 
 
 def insert_node(
@@ -42,7 +42,8 @@ def link(
     storage: Storage, src: str, dst: str, kind: str, data: dict[str, Any] | None = None
 ) -> None:
     storage.connection.execute(
-        "INSERT OR IGNORE INTO mem_edges (src, dst, kind, created_at, data) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO mem_edges (src, dst, kind, created_at, data) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
         (src, dst, kind, storage.now(), json.dumps(data or {}, sort_keys=True)),
     )
 

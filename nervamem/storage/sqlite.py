@@ -35,11 +35,12 @@ from ..errors import (
     StoreError,
     StoreLockedError,
 )
-from ..ids import RandomSource, make_id, random_bits
+from ..ids import RandomSource, random_bits
 from ..locate import resolve_db_path, shown_path
 from ..state import State, load_state, validate_namespace
 from ..state import save_state as write_state_file
-from ..timeparse import format_time
+from .common import StorageBase, env_whole_number
+from .engine import SQLITE
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -56,7 +57,9 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-class Storage:
+class Storage(StorageBase):
+    engine = SQLITE
+
     def __init__(
         self,
         db_path: str | os.PathLike[str] | None = None,
@@ -66,17 +69,19 @@ class Storage:
         random_source: RandomSource | None = None,
         busy_timeout_ms: int | None = None,
     ) -> None:
+        super().__init__()
         self.path = resolve_db_path(db_path)
+        self.location = str(self.path)
         self.clock = clock or utc_now
         self.random = random_source or random_bits
         # --ns for one command: the namespace in use without switching the active one.
         self.namespace_override = validate_namespace(namespace) if namespace is not None else None
-        self._state: State | None = None
         self.in_transaction = False
         self.transaction_time: datetime | None = None
-        self._state_pending = False  # state.yaml to write when the transaction commits
         if busy_timeout_ms is None:
-            busy_timeout_ms = _busy_timeout_from_env()
+            busy_timeout_ms = env_whole_number(
+                ENV_BUSY_TIMEOUT, DEFAULT_BUSY_TIMEOUT_MS, "milliseconds"
+            )
         self.busy_timeout_ms = busy_timeout_ms
         self.read_only = False
         # What this connection wrote: ``wrote`` by a transaction(), ``bookkeeping`` by
@@ -330,37 +335,8 @@ class Storage:
             if queue is not None:
                 queue.end_turn()
 
-    def moment(self) -> datetime:
-        return self.transaction_time or self.clock()
-
-    def now(self) -> str:
-        return format_time(self.moment())
-
-    def new_id(self, kind: str) -> str:
-        moment = self.moment()
-        return make_id(kind, int(moment.timestamp() * 1000), self.random())
-
-    @property
-    def state(self) -> State:
-        if self._state is None:
-            self._state = load_state(self.path)
-        return self._state
-
-    @property
-    def namespace(self) -> str:
-        return self.namespace_override or self.state.namespace
-
-    def namespace_for(self, namespace: str | None) -> str:
-        return validate_namespace(namespace) if namespace is not None else self.namespace
-
-    def reload_state(self) -> State:
-        """state.yaml as it is now, not as this object first read it. Inside a write
-        transaction that stays true until COMMIT: every change of the state is made
-        under the write lock. A change this transaction made itself (a batch) is newer
-        than the file, and is kept."""
-        if not self._state_pending:
-            self._state = load_state(self.path)
-        return self.state
+    def read_state(self) -> State:
+        return load_state(self.path)
 
     def save_state(self, state: State) -> None:
         if self.in_transaction:
@@ -372,6 +348,28 @@ class Storage:
             return
         write_state_file(self.path, state)
         self._state = state
+
+    @contextmanager
+    def secure_deletes(self) -> Iterator[None]:
+        """Deletes inside zero the freed cells and pages (a purge)."""
+        before = self.connection.execute("PRAGMA secure_delete").fetchone()[0]
+        self.connection.execute("PRAGMA secure_delete = ON")
+        try:
+            yield
+        finally:
+            self.connection.execute(f"PRAGMA secure_delete = {int(before)}")
+
+    def rebuild_search_index(self) -> None:
+        """Inside a write transaction: the FTS5 index made anew (search_index.py)."""
+        from . import search_index
+
+        search_index.rebuild(self.connection)
+
+    def size_bytes(self) -> int:
+        """The store file and its WAL."""
+        return sum(
+            os.path.getsize(p) for p in (self.path, Path(f"{self.path}-wal")) if os.path.exists(p)
+        )
 
     def scrub_files(self) -> None:
         try:
@@ -513,18 +511,3 @@ def _wal_has_frames(wal: str) -> bool:
         return False
     page = max(int.from_bytes(header[8:12], "big"), MIN_PAGE_BYTES)
     return size >= WAL_HEADER_BYTES + WAL_FRAME_HEADER_BYTES + page
-
-
-def _busy_timeout_from_env() -> int:
-    raw = os.environ.get(ENV_BUSY_TIMEOUT, "").strip()
-    if not raw:
-        return DEFAULT_BUSY_TIMEOUT_MS
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise BadInputError(
-            f"{ENV_BUSY_TIMEOUT}={raw[:40]!r} is not a whole number of milliseconds >= 0"
-        )
-    return value

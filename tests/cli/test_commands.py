@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import store_fingerprint
+
 Run = Callable[..., Any]
 FORMATS = ("markdown", "json", "table")
 
@@ -132,7 +134,9 @@ def test_timeline_marks_superseded(cli: Run, seeded: dict[str, str]) -> None:
 
 def _mask_store_facts(text: str, db_path: Path) -> str:
     # The store's path and byte size depend on the machine, not on nervamem.
-    text = text.replace(str(db_path.resolve()), "<DB>")
+    # On PostgreSQL, db_path is the URL (shown without a password: there is none).
+    shown = str(db_path.resolve()) if isinstance(db_path, Path) else str(db_path)
+    text = text.replace(shown, "<DB>")
     return re.sub(r'("db_bytes": |\(|db_bytes\s+)\d+', r"\1<BYTES>", text)
 
 
@@ -205,6 +209,7 @@ def test_forgetting_twice_says_it_already_was(cli: Run) -> None:
         "purged": False,
         "removed": [],
         "already": True,
+        "files_not_scrubbed": None,
     }
 
 
@@ -216,6 +221,7 @@ def test_init_is_idempotent(cli: Run, tmp_path: Path) -> None:
     assert json.loads(second.stdout)["created"] is False
 
 
+@pytest.mark.sqlite_only  # the SQLite file itself
 def test_nervamem_db_wins_over_nervapack_memory_db(cli: Run, db_path: Path, tmp_path: Path) -> None:
     newer = tmp_path / "newer" / "m.db"
     # The cli fixture sets NERVAPACK_MEMORY_DB to db_path.
@@ -288,7 +294,7 @@ def test_errors_are_one_line_with_documented_exit_code(
     cli: Run, db_path: Path, args: list[str], code: int, name: str
 ) -> None:
     cli("store", "fact", "existing")
-    before = db_path.read_bytes()
+    before = store_fingerprint(db_path)
     result = cli(*args)
     assert result.exit_code == code, result.stderr
     assert result.stdout == ""
@@ -299,7 +305,7 @@ def test_errors_are_one_line_with_documented_exit_code(
     if "--format" not in args and args != ["nonsense"]:
         error = json.loads(as_json.stderr)["error"]
         assert (error["code"], error["exit_code"]) == (name, code)
-    assert db_path.read_bytes() == before
+    assert store_fingerprint(db_path) == before
 
 
 def test_ambiguous_prefix_lists_candidates(cli: Run) -> None:
@@ -318,6 +324,7 @@ def test_purge_without_yes_refuses_when_stdin_is_not_a_terminal(cli: Run) -> Non
     assert json.loads(cli("timeline", "keep", "-f", "json").stdout)["items"][0]["id"] == node_id
 
 
+@pytest.mark.sqlite_only  # the SQLite file itself
 def test_corrupt_state_file_is_exit_1(cli: Run, db_path: Path) -> None:
     cli("store", "fact", "x")
     (db_path.parent / "state.yaml").write_text("namespace: {{{\n")
@@ -368,6 +375,7 @@ def test_short_ids_shown_by_recall_work_as_arguments(cli: Run, seeded: dict[str,
         "purged": False,
         "removed": [],
         "already": False,
+        "files_not_scrubbed": None,
     }
 
 

@@ -63,8 +63,10 @@ SETTINGS = settings(
 )
 
 
-def build(tmp: Path, spec: list[tuple[str, str, int, bool, str, list[str]]]) -> MemoryStore:
-    store = MemoryStore(tmp / "memory.db")
+def build(
+    target: Path | str, spec: list[tuple[str, str, int, bool, str, list[str]]]
+) -> MemoryStore:
+    store = MemoryStore(target)
     last: dict[str, tuple[str, int]] = {}
     ordered = sorted(spec, key=lambda item: item[2])
     for kind, content, day, supersede, ns, entities in ordered:
@@ -83,8 +85,8 @@ def build(tmp: Path, spec: list[tuple[str, str, int, bool, str, list[str]]]) -> 
 
 @SETTINGS
 @given(spec=memory_spec, query=any_text, budget=st.integers(min_value=1, max_value=1500))
-def test_budget_never_exceeded(tmp_path_factory, spec, query, budget) -> None:  # type: ignore[no-untyped-def]
-    store = build(tmp_path_factory.mktemp("budget"), spec)
+def test_budget_never_exceeded(new_store, spec, query, budget) -> None:  # type: ignore[no-untyped-def]
+    store = build(new_store("budget"), spec)
     try:
         result = store.recall(query, budget_tokens=budget, namespace="a")
     except BadInputError as refused:
@@ -98,8 +100,8 @@ def test_budget_never_exceeded(tmp_path_factory, spec, query, budget) -> None:  
 
 @SETTINGS
 @given(spec=memory_spec, query=text, day=days)
-def test_as_of_never_outside_validity(tmp_path_factory, spec, query, day) -> None:  # type: ignore[no-untyped-def]
-    store = build(tmp_path_factory.mktemp("asof"), spec)
+def test_as_of_never_outside_validity(new_store, spec, query, day) -> None:  # type: ignore[no-untyped-def]
+    store = build(new_store("asof"), spec)
     as_of = format_time(BASE + timedelta(days=day, hours=12))
     try:
         for ns in ("a", "b"):
@@ -115,8 +117,8 @@ def test_as_of_never_outside_validity(tmp_path_factory, spec, query, day) -> Non
 
 @SETTINGS
 @given(spec=memory_spec, query=text)
-def test_namespaces_never_leak_and_current_is_current(tmp_path_factory, spec, query) -> None:  # type: ignore[no-untyped-def]
-    store = build(tmp_path_factory.mktemp("ns"), spec)
+def test_namespaces_never_leak_and_current_is_current(new_store, spec, query) -> None:  # type: ignore[no-untyped-def]
+    store = build(new_store("ns"), spec)
     try:
         for ns in ("a", "b"):
             # Without as_of, "current" is "valid now" (some valid_from dates are ahead).

@@ -52,6 +52,7 @@ def test_node_with_all_key_terms_outranks_one_with_a_single_term(store: MemorySt
     assert [item.id for item in items] == [full, partial]
 
 
+@pytest.mark.sqlite_only  # the FTS5 search module itself
 def test_common_terms_only_score_what_rare_terms_found(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -70,6 +71,7 @@ def test_common_terms_only_score_what_rare_terms_found(
     assert found[both].relevance == 1.0 > found[rare_only].relevance
 
 
+@pytest.mark.sqlite_only  # the FTS5 search module itself
 def test_a_query_of_common_terms_returns_the_newest_matches(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

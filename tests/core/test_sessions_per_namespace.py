@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +31,7 @@ def test_a_session_started_with_ns_is_active_for_that_namespace(
     assert with_x.current().session is None
 
 
+@pytest.mark.sqlite_only  # the SQLite file itself
 def test_switching_back_resumes_the_session_left_there(store: MemoryStore) -> None:
     first = store.start_session("in default")
     store.switch_namespace("other")
@@ -53,6 +55,7 @@ def test_forgetting_a_session_ends_it_in_whatever_namespace(
     assert store.current().session is None
 
 
+@pytest.mark.sqlite_only  # state.yaml beside the file
 def test_an_old_state_file_is_read_and_rewritten_in_the_new_form(
     store: MemoryStore, db_path: Path
 ) -> None:

@@ -52,6 +52,7 @@ def test_store_returns_id_and_persists_all_columns(store: MemoryStore, db_path: 
     reopened.close()
 
 
+@pytest.mark.sqlite_only  # the SQLite file itself
 def test_store_pragmas_wal_busy_timeout_foreign_keys(store: MemoryStore) -> None:
     conn = store.connection
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -60,6 +61,7 @@ def test_store_pragmas_wal_busy_timeout_foreign_keys(store: MemoryStore) -> None
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
+@pytest.mark.sqlite_only  # the SQLite file itself
 def test_fts_is_kept_in_sync_by_triggers(store: MemoryStore) -> None:
     node_id = store.store("fact", "zebra crossing near the depot")
     conn = store.connection
@@ -184,6 +186,7 @@ def test_short_ids_are_the_shortest_unambiguous_random_part(store: MemoryStore) 
     assert max(len(shown) for shown in short.values()) <= 2 + 6  # 300 nodes: 4-6 digits
 
 
+@pytest.mark.sqlite_only  # the SQLite file itself
 def test_a_store_written_before_m003_gets_the_random_part_index(
     make_store: Callable[..., MemoryStore], db_path: Path
 ) -> None:
@@ -235,6 +238,7 @@ def test_an_ambiguous_short_id_lists_the_candidates(make_store: Callable[..., Me
     assert store.resolve_id("f-12341") == second
 
 
+@pytest.mark.sqlite_only  # the SQLite file itself
 def test_id_lookups_use_the_random_part_index(store: MemoryStore) -> None:
     """The statements resolve_id and short_ids really run, not hand-written copies."""
     fact = store.store("fact", "one")
@@ -336,10 +340,12 @@ def test_forget_tombstones_and_purge_deletes_everything(store: MemoryStore) -> N
         ).fetchone()[0]
         == 0
     )
-    assert (
-        conn.execute("SELECT count(*) FROM mem_fts WHERE mem_fts MATCH 'hunter2'").fetchone()[0]
-        == 0
+    search_hits = (
+        "SELECT count(*) FROM mem_fts WHERE mem_fts MATCH 'hunter2'"
+        if store.engine == "sqlite"
+        else "SELECT count(*) FROM mem_search_terms WHERE term = 'hunter2'"
     )
+    assert conn.execute(search_hits).fetchone()[0] == 0
 
 
 def test_purging_the_superseder_reopens_the_old_version(store: MemoryStore) -> None:
@@ -375,6 +381,7 @@ def test_batch_is_one_transaction(store: MemoryStore) -> None:
     assert store.connection.execute("SELECT count(*) FROM mem_nodes").fetchone()[0] == 50
 
 
+@pytest.mark.sqlite_only  # the SQLite file itself
 def test_newer_schema_is_refused_without_damage(db_path: Path) -> None:
     MemoryStore(db_path).close()
     conn = sqlite3.connect(db_path)
@@ -404,6 +411,7 @@ def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
         MemoryStore(other)
 
 
+@pytest.mark.sqlite_only  # the SQLite file itself
 def test_migrations_are_recorded(store: MemoryStore) -> None:
     names = [r[0] for r in store.connection.execute("SELECT name FROM mem_migrations")]
     assert names[0] == "m001_initial"
@@ -438,6 +446,7 @@ def test_nervamem_db_names_the_store_and_wins_over_nervapack_memory_db(
     assert resolve_db_path() == tmp_path / "nervapack.db"
 
 
+@pytest.mark.sqlite_only  # the SQLite file itself
 def test_state_file_is_written_atomically_and_validated(
     store: MemoryStore, db_path: Path, make_store: Callable[..., MemoryStore]
 ) -> None:
@@ -506,6 +515,7 @@ def test_forgetting_the_active_session_clears_it(store: MemoryStore) -> None:
         store.end_session()
 
 
+@pytest.mark.sqlite_only  # state.yaml beside the file
 def test_a_session_whose_state_cannot_be_written_is_rolled_back(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -323,6 +323,7 @@ def test_forget_and_purge(wire: Wire, run_cli: Any) -> None:
         "purged": False,
         "removed": [],
         "already": False,
+        "files_not_scrubbed": None,
     }
     again = wire.ok("memory_forget", {"memory_id": node, **ns})
     assert again.structured_content["already"] is True

@@ -190,10 +190,10 @@ def test_a_write_that_fails_half_way_leaves_nothing(
 
     real_insert = writing._Pending.insert
 
-    def lose_the_lock(self: object, head: str, rows: object, columns: int) -> None:
+    def lose_the_lock(self: object, head: str, rows: object, columns: int, *rest: str) -> None:
         if "mem_edges" in head:  # the node and entity rows are written by now
             raise sqlite3.OperationalError("database is locked")
-        real_insert(self, head, rows, columns)  # type: ignore[arg-type]
+        real_insert(self, head, rows, columns, *rest)  # type: ignore[arg-type]
 
     monkeypatch.setattr(writing._Pending, "insert", lose_the_lock)
     with MemoryStore(db) as memory, pytest.raises(StoreLockedError):

@@ -64,7 +64,13 @@ def test_purge_removes_the_entities_only_it_named(cli: Run, db_path: Path) -> No
             "SELECT id FROM mem_nodes WHERE kind = 'entity' AND content = ?", (secret,)
         ).fetchone()[0]
     result = json.loads(_ok(cli, "forget", target, "--purge", "--yes", "--format", "json"))
-    assert result == {"id": target, "purged": True, "removed": [secret_entity], "already": False}
+    assert result == {
+        "id": target,
+        "purged": True,
+        "removed": [secret_entity],
+        "already": False,
+        "files_not_scrubbed": None,
+    }
 
     health = harness.inspect_store(db_path)
     assert health.ok and target not in health.ids and secret_entity not in health.ids

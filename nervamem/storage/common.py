@@ -1,0 +1,83 @@
+"""What every engine's Storage shares and does the same way: the clock and ID source
+(one reading of the clock per transaction: every ID, ``recorded_at`` and default
+``valid_from`` a transaction writes share it), and the active namespace and session,
+read through the engine's :meth:`StorageBase.read_state` (state.yaml beside an SQLite
+file, a row of ``mem_state`` on PostgreSQL)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..errors import BadInputError
+from ..ids import make_id
+from ..state import State, validate_namespace
+from ..timeparse import format_time
+
+if TYPE_CHECKING:
+    from ..ids import RandomSource
+
+
+class StorageBase:
+    clock: Callable[[], datetime]
+    random: RandomSource
+    namespace_override: str | None
+    transaction_time: datetime | None
+
+    def __init__(self) -> None:
+        self._state: State | None = None
+        # A state changed inside the transaction, written when it commits.
+        self._state_pending = False
+
+    def read_state(self) -> State:
+        """The state as the store holds it now."""
+        raise NotImplementedError
+
+    def moment(self) -> datetime:
+        return self.transaction_time or self.clock()
+
+    def now(self) -> str:
+        return format_time(self.moment())
+
+    def new_id(self, kind: str) -> str:
+        moment = self.moment()
+        return make_id(kind, int(moment.timestamp() * 1000), self.random())
+
+    @property
+    def state(self) -> State:
+        if self._state is None:
+            self._state = self.read_state()
+        return self._state
+
+    @property
+    def namespace(self) -> str:
+        return self.namespace_override or self.state.namespace
+
+    def namespace_for(self, namespace: str | None) -> str:
+        return validate_namespace(namespace) if namespace is not None else self.namespace
+
+    def reload_state(self) -> State:
+        """The state as it is now, not as this object first read it. Inside a write
+        transaction that stays true until COMMIT: every change of the state is made
+        under the write lock. A change this transaction made itself (a batch) is newer
+        than the stored one, and is kept."""
+        if not self._state_pending:
+            self._state = self.read_state()
+        return self.state
+
+
+def env_whole_number(name: str, default: int, unit: str) -> int:
+    """A setting from the environment (a timeout): unset or blank is ``default``;
+    anything but a whole number >= 0 is bad input."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise BadInputError(f"{name}={raw[:40]!r} is not a whole number of {unit} >= 0")
+    return value

@@ -1,0 +1,107 @@
+"""What every storage engine offers the feature modules: the types they are written
+against, so that one feature module runs on SQLite (sqlite.py) and PostgreSQL
+(postgres.py) alike.
+
+``Connection`` is the part of a DB-API connection the features use: ``execute`` and
+``executemany`` with ``?`` placeholders, returning a cursor of plain tuples. SQLite's
+own connection is one; PostgreSQL's is an adapter (postgres.py) that maps ``?`` to the
+driver's placeholders and the driver's errors to the DB-API errors of the ``sqlite3``
+module, which the features already catch (``sqlite3.IntegrityError`` and so on), and a
+lost server to a StoreError.
+
+``Storage`` is the engine object (``sqlite.Storage``, ``postgres.PostgresStorage``):
+the connection, write transactions, the clock and ID source, the namespace in use and
+the active session. Feature modules take it, never a path or a URL. Where the SQL of a
+feature must differ between engines, the feature asks ``storage.engine``
+(``"sqlite"`` or ``"postgresql"``) for its fragment; everything else is the same text.
+
+:func:`choose.open_storage` chooses the engine from the store's name: a
+``postgresql://`` or ``postgres://`` URL is a PostgreSQL database, anything else an
+SQLite file. The driver (psycopg) is imported only for a URL.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from .dbapi import Connection as Connection
+from .dbapi import Cursor as Cursor
+
+if TYPE_CHECKING:
+    from ..ids import RandomSource
+    from ..state import State
+    from .event_log import EventLog
+
+SQLITE = "sqlite"
+POSTGRESQL = "postgresql"
+
+
+class Storage(Protocol):
+    """The public names of a storage engine (docs/architecture.md, "A storage engine")."""
+
+    engine: str
+    # The store as shown to people: a file's path, or a URL without its password.
+    location: str
+    # The local file that companion files (the code graph, state.yaml, events/) sit
+    # beside: the store file itself for SQLite.
+    path: Path
+    clock: Callable[[], datetime]
+    random: RandomSource
+    namespace_override: str | None
+    in_transaction: bool
+    read_only: bool
+    busy_timeout_ms: int
+    events: EventLog | None
+
+    @property
+    def connection(self) -> Connection: ...
+
+    def transaction(self) -> AbstractContextManager[None]: ...
+
+    def close(self) -> None: ...
+
+    def moment(self) -> datetime: ...
+
+    def now(self) -> str: ...
+
+    def new_id(self, kind: str) -> str: ...
+
+    @property
+    def state(self) -> State: ...
+
+    @property
+    def namespace(self) -> str: ...
+
+    def namespace_for(self, namespace: str | None) -> str: ...
+
+    def reload_state(self) -> State: ...
+
+    def save_state(self, state: State) -> None: ...
+
+    def scrub_files(self) -> str | None:
+        """After a purge: leave no trace in the store's files; None, or why not (a
+        warning: the purge itself committed)."""
+        ...
+
+    def secure_deletes(self) -> AbstractContextManager[None]: ...
+
+    def rebuild_search_index(self) -> None: ...
+
+    def size_bytes(self) -> int: ...
+
+
+def dialect_of(conn: Connection) -> str:
+    """The engine whose SQL ``conn`` speaks, for a function that has the connection
+    only: ``sqlite3.Connection`` has no ``engine``; postgres.py's adapter has."""
+    return str(getattr(conn, "engine", SQLITE))
+
+
+def is_url(name: str | os.PathLike[str] | None) -> bool:
+    from ..locate import is_store_url
+
+    return is_store_url(name)

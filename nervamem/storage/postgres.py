@@ -1,0 +1,591 @@
+"""The PostgreSQL storage engine: the same public names as sqlite.py's Storage
+(engine.py's ``Storage``), over one psycopg 3 connection to a server.
+
+Chosen by a ``postgresql://`` or ``postgres://`` URL (``--db``, ``NERVAMEM_DB``,
+``NERVAPACK_MEMORY_DB``, ``MemoryStore(url)``); psycopg is imported only then.
+
+How it keeps SQLite's guarantees on a server shared by many machines:
+
+* **One writer at a time, as SQLite.** Every write transaction starts by taking a
+  transaction-level advisory lock of the store (one per schema), the counterpart of
+  SQLite's ``BEGIN IMMEDIATE``. What the features read inside the transaction is then
+  current when they decide (is this node superseded already? does this entity exist?
+  which ``seq`` comes next?), so a supersession race between two writers ends with one
+  winner and a clear "already superseded" for the other, enforced by the server, and
+  concurrent readers never wait. Transactions stay short (one command's writes); the
+  lock is held only until COMMIT or ROLLBACK, so a writer killed mid-command holds
+  nothing.
+* **Timeouts.** ``NERVAMEM_BUSY_TIMEOUT_MS`` bounds the wait for the write lock (as for
+  SQLite, default 15 s), ``NERVAMEM_PG_CONNECT_TIMEOUT`` the connection (seconds,
+  default 10) and ``NERVAMEM_PG_STATEMENT_TIMEOUT_MS`` any one statement (default
+  60 000). Running out of one is a StoreError (exit 1) and the transaction is rolled
+  back.
+* **Faults.** A dropped connection or a server restart mid-command ends the command with
+  one line (exit 1); the transaction it was in never committed, so nothing changed, and
+  the next command opens a new connection.
+* **Credentials** never leave this module: messages and ``stats`` show the URL without
+  its password (:func:`shown_url`), and the driver's messages are scrubbed of it.
+* **State.** The active namespace and sessions (state.yaml beside an SQLite file) are a
+  row of ``mem_state`` in the database, read and written inside the write transaction.
+* **The event log** of team memory (event_log.py) is for SQLite files shared through
+  git; a server is shared already, so ``events`` stays None here.
+
+**Why an adapter, not a second copy of the SQL.** The features' ~300 statements are
+written once, in the subset both engines accept (``ON CONFLICT``, aliased subqueries,
+``count(*) FILTER``); the few SQLite functions PostgreSQL lacks are defined by its schema
+(postgres_schema.py), and the few fragments that must differ are chosen by
+``storage.engine``. What is left is the placeholder style: :func:`translate` maps ``?``,
+``?NNN`` and ``:name`` to psycopg's ``%s`` / ``%(name)s`` outside quoted text, escaping
+``%``. It is a scan of the statement's text, not a rewrite of its SQL, and it runs once
+per distinct statement (an LRU cache), so its cost is a dictionary lookup per call.
+
+The connection runs in autocommit mode; :meth:`PostgresStorage.transaction` sends
+BEGIN and COMMIT itself, as sqlite.py does with ``isolation_level=None``. Reads outside
+a transaction are single statements, each its own snapshot.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+from ..errors import (
+    BadInputError,
+    ConnectionLostError,
+    SchemaTooNewError,
+    StoreError,
+    StoreLockedError,
+)
+from ..ids import RandomSource, random_bits
+from ..locate import STORE_DIR, home_store, store_url, working_folder
+from ..state import State, state_from_text, state_text, validate_namespace
+from .common import StorageBase, env_whole_number
+from .engine import POSTGRESQL, Connection, Cursor
+from .postgres_search import index_pending
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import psycopg
+
+    from .event_log import EventLog
+
+ENV_CONNECT_TIMEOUT = "NERVAMEM_PG_CONNECT_TIMEOUT"
+ENV_STATEMENT_TIMEOUT = "NERVAMEM_PG_STATEMENT_TIMEOUT_MS"
+ENV_BUSY_TIMEOUT = "NERVAMEM_BUSY_TIMEOUT_MS"
+DEFAULT_CONNECT_TIMEOUT_S = 10
+DEFAULT_STATEMENT_TIMEOUT_MS = 60_000
+DEFAULT_BUSY_TIMEOUT_MS = 15_000
+# The first key of the store's advisory lock (the second is the schema's hash): "nm".
+LOCK_CLASS = 0x6E6D
+WRITE_LOCK_SQL = f"SELECT pg_advisory_xact_lock({LOCK_CLASS}, hashtext(current_schema()))"
+# The lock, then the server's clock once it is held: a transaction's time (IDs,
+# recorded_at, default valid_from) comes from the one server every machine shares, so
+# machines with skewed clocks still write in the order their transactions committed.
+WRITE_LOCK_AND_TIME_SQL = WRITE_LOCK_SQL + ", clock_timestamp()"
+# SQLSTATEs (PostgreSQL, appendix A) that mean: the server or the connection went away.
+_LOST = ("08", "57P01", "57P02", "57P03")
+_LOCK_TIMEOUT = "55P03"
+_QUERY_CANCELED = "57014"
+
+
+# The tables whose rows hold a memory's text or terms: rewritten after a purge.
+SCRUBBED_TABLES = ("mem_nodes", "mem_edges", "mem_aliases", "mem_search_terms", "mem_search_docs")
+
+
+def shown_url(url: str) -> str:
+    """The URL with its password (in the netloc or a ``password=`` parameter) as ***."""
+    return _without_password(url, "***")
+
+
+def url_without_password(url: str) -> str:
+    """The URL with its password left out (for a configuration file: libpq then reads
+    it from PGPASSWORD or ~/.pgpass)."""
+    return _without_password(url, None)
+
+
+def _without_password(url: str, mask: str | None) -> str:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "a PostgreSQL URL that does not parse"
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        if ":" in user:
+            user = user.split(":", 1)[0] + (f":{mask}" if mask else "")
+        netloc = f"{user}@{host}"
+    pairs = [
+        (key, mask if key.lower() == "password" else value)
+        for key, value in parse_qsl(parts.query, keep_blank_values=True)
+        if mask is not None or key.lower() != "password"
+    ]
+    query = urlencode(pairs, safe="/*") if pairs else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def secrets_of(url: str) -> list[str]:
+    """What of a URL may be a password, to scrub from any message that might echo it:
+    the password as urllib and as libpq read it, everything between the user's ``:``
+    and the last ``@`` before the path (libpq splits an unencoded ``@`` at the first
+    one and then quotes the rest as a host), each ``@``- or ``/``-separated piece of
+    those, and a ``password=`` parameter; longest first, so that no piece is left."""
+    found: list[str] = []
+    try:
+        parts = urlsplit(url)
+        found += [parts.password or ""]
+        found += [v for k, v in parse_qsl(parts.query) if k.lower() == "password"]
+    except ValueError:
+        pass
+    rest = url.partition("://")[2].split("?", 1)[0]
+    user_info = rest.rpartition("@")[0]
+    if ":" in user_info:
+        found.append(user_info.split(":", 1)[1])
+    found += [m.group(1) for m in re.finditer(r"[?&]password=([^&#]*)", url, re.IGNORECASE)]
+    pieces = {unquote(text) for text in found} | set(found)
+    for text in list(pieces):
+        pieces.update(piece for piece in re.split(r"[@/]", text) if len(piece) >= 3)
+    return sorted((piece for piece in pieces if piece), key=len, reverse=True)
+
+
+def parse_error(message: str, secrets: Iterable[str]) -> str:
+    """libpq's complaint about a URL it cannot parse, with every quoted part that holds
+    the URL or a password cut out: libpq quotes the whole URI, or the piece it choked
+    on, which may be the password."""
+    hidden = list(secrets)
+
+    def keep(match: re.Match[str]) -> str:
+        quoted = match.group(0)
+        if "://" in quoted or "@" in quoted or any(s in quoted for s in hidden):
+            return '"…"'
+        return quoted
+
+    return re.sub(r'"[^"]*"', keep, message)
+
+
+def companion_folder() -> Path:
+    """Where the files that live beside a store (the code graph) go for a store on a
+    server: the project's .nervapack folder (walking up from the working folder), else
+    the home one."""
+    here = working_folder().resolve()
+    for folder in (here, *here.parents):
+        if (folder / STORE_DIR).is_dir():
+            return folder / STORE_DIR
+    return home_store().parent
+
+
+# ---------------------------------------------------------------------- placeholders
+_TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\?(\d*)|::|:([A-Za-z_]\w*)|%")
+
+
+@lru_cache(maxsize=512)
+def translate(sql: str) -> tuple[str, tuple[int, ...] | None]:
+    """``?``, ``?NNN`` and ``:name`` placeholders as psycopg's ``%s`` / ``%(name)s``,
+    outside string literals and quoted names, ``%`` escaped. For ``?NNN``, also the
+    (0-based) parameter each ``%s`` takes, in order. Cached: the features' statements
+    are a few hundred fixed strings, so each is scanned once per process."""
+    numbered: list[int] = []
+    plain = False
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal plain
+        text = match.group(0)
+        if text == "::":
+            return text
+        if text[0] in "'\"":  # psycopg reads every '%' of a statement with parameters
+            return text.replace("%", "%%")
+        if text == "%":
+            return "%%"
+        if text[0] == "?":
+            if match.group(1):
+                numbered.append(int(match.group(1)) - 1)
+            else:
+                plain = True
+            return "%s"
+        return f"%({match.group(2)})s"
+
+    translated = _TOKEN.sub(replace, sql)
+    if numbered and plain:
+        raise ValueError("a statement mixes ? and ?NNN placeholders")
+    return translated, tuple(numbered) if numbered else None
+
+
+def _arguments(sql: str, parameters: Any) -> tuple[str, Any]:
+    if not parameters:  # psycopg sends a statement without parameters as it is
+        return sql, None
+    translated, order = translate(sql)
+    if order is not None:
+        parameters = [parameters[i] for i in order]
+    elif parameters is not None and not isinstance(parameters, dict):
+        parameters = list(parameters)
+    return translated, parameters
+
+
+class PgConnection:
+    """A psycopg connection that speaks the DB-API dialect of sqlite3: ``?``
+    placeholders, tuples, and the ``sqlite3`` module's error classes (so the features'
+    ``except sqlite3.IntegrityError`` holds on both engines). A lost server or a timeout
+    becomes a StoreError at once."""
+
+    engine = POSTGRESQL
+
+    def __init__(self, raw: psycopg.Connection[Any], storage: PostgresStorage) -> None:
+        self.raw = raw
+        self.storage = storage
+
+    def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = (), /) -> Cursor:
+        translated, arguments = _arguments(sql, parameters)
+        cursor = self.raw.cursor()
+        try:
+            cursor.execute(translated, arguments or None)
+        except Exception as exc:
+            raise self.storage.error_from(exc) from None
+        return cursor
+
+    def executemany(self, sql: str, seq_of_parameters: Iterable[Sequence[Any]], /) -> Cursor:
+        translated, order = translate(sql)
+        rows = [
+            [row[i] for i in order] if order is not None else list(row) for row in seq_of_parameters
+        ]
+        cursor = self.raw.cursor()
+        if rows:
+            try:
+                cursor.executemany(translated, rows)
+            except Exception as exc:
+                raise self.storage.error_from(exc) from None
+        return cursor
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+class PostgresStorage(StorageBase):
+    engine = POSTGRESQL
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        namespace: str | None = None,
+        clock: Callable[[], datetime] | None = None,
+        random_source: RandomSource | None = None,
+        busy_timeout_ms: int | None = None,
+    ) -> None:
+        super().__init__()
+        url = store_url(url)
+        self.url = url
+        self.location = shown_url(url)
+        self.secrets = secrets_of(url)
+        self.clock = clock or _utc_now
+        self.server_clock = clock is None
+        self.commits_sent = 0
+        self.random = random_source or random_bits
+        self.namespace_override = validate_namespace(namespace) if namespace is not None else None
+        self.in_transaction = False
+        self.transaction_time: datetime | None = None
+        self.read_only = False
+        self.events: EventLog | None = None
+        self.busy_timeout_ms = (
+            busy_timeout_ms
+            if busy_timeout_ms is not None
+            else env_whole_number(ENV_BUSY_TIMEOUT, DEFAULT_BUSY_TIMEOUT_MS, "milliseconds")
+        )
+        self.connect_timeout_s = env_whole_number(
+            ENV_CONNECT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT_S, "seconds"
+        )
+        self.statement_timeout_ms = env_whole_number(
+            ENV_STATEMENT_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT_MS, "milliseconds"
+        )
+        self.created = False  # whether opening it created nervamem's tables
+        self.path = companion_folder() / "postgresql"
+        self._connection: PgConnection | None = None
+        self._connection = self._open()
+
+    # ------------------------------------------------------------------ connection
+    @property
+    def connection(self) -> Connection:
+        if self._connection is None:  # closed after a lost server: the next call reconnects
+            self._connection = self._open()
+        return self._connection
+
+    def _open(self) -> PgConnection:
+        try:
+            import psycopg
+        except ImportError:
+            raise StoreError(
+                f"{self.location} is a PostgreSQL store, and the driver is not installed: "
+                "pip install 'nervamem[postgres]'"
+            ) from None
+
+        try:
+            psycopg.conninfo.conninfo_to_dict(self.url)
+        except psycopg.Error as exc:
+            raise BadInputError(
+                "the PostgreSQL URL does not parse (not shown: it may hold a password): "
+                + self.scrub(parse_error(_first_line(exc), self.secrets))
+            ) from None
+        try:
+            raw = psycopg.connect(
+                self.url,
+                autocommit=True,
+                connect_timeout=max(self.connect_timeout_s, 1),
+                application_name="nervamem",
+            )
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"cannot connect to {self.location}: {self.scrub(_first_line(exc))}"
+                + _encoding_hint(self.url)
+            ) from None
+        except ValueError as exc:  # a URL libpq cannot parse
+            raise BadInputError(f"{self.location} is not a usable PostgreSQL URL: {exc}") from None
+        encoding = raw.info.parameter_status("server_encoding") or "unknown"
+        if encoding.upper() != "UTF8":
+            raw.close()
+            # Checked before anything is created: in another encoding, text outside it
+            # (any emoji, Greek in LATIN1) would fail every command as an internal error.
+            raise StoreError(
+                f"{self.location} is a database in the {encoding} encoding; nervamem needs "
+                "UTF8: CREATE DATABASE ... ENCODING 'UTF8' TEMPLATE template0 (docs/postgres.md)"
+            )
+        conn = PgConnection(raw, self)
+        try:
+            raw.execute(
+                "SELECT set_config('statement_timeout', %s, false), "
+                "set_config('lock_timeout', %s, false), set_config('TimeZone', 'UTC', false)",
+                (str(self.statement_timeout_ms), str(self.busy_timeout_ms)),
+            )
+            self._connection = conn
+            self._migrate(conn)
+        except BaseException:
+            raw.close()
+            self._connection = None
+            raise
+        return conn
+
+    def _migrate(self, conn: PgConnection) -> None:
+        from .postgres_schema import (
+            MIGRATIONS,
+            SCHEMA_VERSION,
+            applied_version,
+            create_migrations_table,
+        )
+
+        version = applied_version(conn)
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNewError(
+                f"{self.location} has schema version {version}, newer than this nervamem "
+                f"understands ({SCHEMA_VERSION}); upgrade nervamem to use it"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        with self.transaction():
+            # Under the write lock: two processes opening a new database at once
+            # migrate it once.
+            create_migrations_table(conn)
+            version = applied_version(conn)
+            if version > SCHEMA_VERSION:
+                raise SchemaTooNewError(
+                    f"{self.location} has schema version {version}, newer than this "
+                    f"nervamem understands ({SCHEMA_VERSION}); upgrade nervamem to use it"
+                )
+            self.created = version == 0
+            for index, (name, migrate) in enumerate(MIGRATIONS, start=1):
+                if index <= version:
+                    continue
+                migrate(conn)
+                conn.execute(
+                    "INSERT INTO mem_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (index, name, self.now()),
+                )
+
+    def close(self) -> None:
+        if self._connection is not None:
+            try:
+                self._connection.close()
+            finally:
+                self._connection = None
+
+    def scrub(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def error_from(self, exc: BaseException) -> Exception:
+        """The error a driver exception stands for: a StoreError for what ends the
+        command (a lost server, a timeout), the matching ``sqlite3`` DB-API class for
+        what a feature may catch (an integrity error), with the password scrubbed."""
+        import psycopg
+
+        if not isinstance(exc, psycopg.Error):
+            return exc if isinstance(exc, Exception) else StoreError(str(exc))
+        state = exc.sqlstate or ""
+        text = self.scrub(_first_line(exc))
+        broken = isinstance(exc, psycopg.OperationalError) and self._lost()
+        if state.startswith(_LOST) or broken:
+            self._drop()
+            return ConnectionLostError(
+                f"lost the connection to {self.location} ({text}); "
+                "the command's changes were not committed"
+            )
+        if state == _LOCK_TIMEOUT:
+            return StoreLockedError(
+                f"{self.location} stayed locked by another writer for "
+                f"{self.busy_timeout_ms / 1000:g}s; nothing was written"
+            )
+        if state == _QUERY_CANCELED:
+            return StoreError(
+                f"a statement on {self.location} ran longer than {ENV_STATEMENT_TIMEOUT}="
+                f"{self.statement_timeout_ms}; nothing was written"
+            )
+        if isinstance(exc, psycopg.IntegrityError):
+            return sqlite3.IntegrityError(text)
+        if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+            return StoreError(f"{self.location}: {text}")
+        return sqlite3.DatabaseError(f"{self.location}: {text}")
+
+    def _lost(self) -> bool:
+        raw = self._connection.raw if self._connection is not None else None
+        return raw is None or raw.closed or raw.broken
+
+    def _drop(self) -> None:
+        if self._connection is not None:
+            try:
+                self._connection.raw.close()
+            except Exception:
+                pass
+            self._connection = None
+        self._state = None
+
+    # ------------------------------------------------------------------ transactions
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One short write transaction, the store's write lock taken up front (waiting
+        at most the busy timeout), one reading of the clock, COMMIT."""
+        if self.in_transaction:
+            yield
+            return
+        conn = self.connection
+        conn.execute("BEGIN")
+        self.in_transaction = True
+        try:
+            locked = conn.execute(WRITE_LOCK_AND_TIME_SQL).fetchone()
+            # An injected clock (tests, tools) wins; by default the server's.
+            self.transaction_time = locked[1] if self.server_clock else self.clock()
+            yield
+            if self._state_pending and self._state is not None:
+                conn.execute(
+                    "INSERT INTO mem_state (id, body) VALUES (1, ?) "
+                    "ON CONFLICT (id) DO UPDATE SET body = excluded.body",
+                    (state_text(self._state),),
+                )
+            self._state_pending = False
+            # The search index's terms come from Python (postgres_search.py): the nodes
+            # this transaction wrote are indexed before it commits.
+            index_pending(conn)
+            # Counted before it is sent: once a COMMIT went out, a lost connection
+            # leaves its outcome unknown, and a caller must not retry (mcp_server).
+            self.commits_sent += 1
+            conn.execute("COMMIT")
+        except BaseException:
+            if self._state_pending:
+                self._state_pending = False
+                self._state = None
+            if self._connection is not None:
+                try:
+                    self._connection.raw.execute("ROLLBACK")
+                except Exception:
+                    self._drop()
+            raise
+        finally:
+            self.in_transaction = False
+            self.transaction_time = None
+
+    # ------------------------------------------------------------------ state
+    def read_state(self) -> State:
+        row = self.connection.execute("SELECT body FROM mem_state WHERE id = 1").fetchone()
+        return state_from_text(row[0], f"{self.location} (mem_state)") if row else State()
+
+    def save_state(self, state: State) -> None:
+        self._state = state
+        self._state_pending = True
+        if not self.in_transaction:
+            with self.transaction():
+                pass
+
+    # ------------------------------------------------------------------ files
+    def scrub_files(self) -> str | None:
+        """After a purge has committed: rewrite every table that held the content
+        (VACUUM FULL, which writes a new file for the table, its TOAST table and its
+        indexes, and deletes the old ones), so no relation file keeps the bytes. Plain
+        VACUUM only marks the space free and leaves index pages' old keys in place.
+
+        None when done; else one line saying why the files were not scrubbed and what
+        to run. A purge is never undone by this: it committed before, so a role that
+        does not own the tables, a lock held past the busy timeout, or a lost server
+        is a warning, not an error. The server's WAL, replicas and backups keep the
+        old bytes until they are recycled (docs/postgres.md, "Purge")."""
+        import psycopg
+
+        tables = ", ".join(SCRUBBED_TABLES)
+        todo = f"run as the tables' owner: VACUUM FULL {tables}"
+        try:
+            raw = self.connection.raw  # type: ignore[attr-defined]
+            not_owned = raw.execute(
+                "SELECT c.relname FROM pg_class c "
+                "WHERE c.relnamespace = current_schema()::regnamespace "
+                "AND c.relname = ANY(%s) AND NOT pg_has_role(c.relowner, 'USAGE') "
+                "ORDER BY 1",
+                (list(SCRUBBED_TABLES),),
+            ).fetchall()
+            if not_owned:
+                return (
+                    f"this role does not own {', '.join(r[0] for r in not_owned)}, so the "
+                    f"server's table files still hold the purged bytes; {todo}"
+                )
+            for table in SCRUBBED_TABLES:
+                raw.execute(f"VACUUM FULL {table}")
+        except (psycopg.Error, StoreError) as exc:
+            error = self.error_from(exc) if isinstance(exc, psycopg.Error) else exc
+            reason = "a lock" if isinstance(error, StoreLockedError) else _first_line(error)
+            return f"the server's table files still hold the purged bytes ({reason}); {todo}"
+        return None
+
+    @contextmanager
+    def secure_deletes(self) -> Iterator[None]:
+        """Nothing to switch on: PostgreSQL has no secure-delete mode (scrub_files)."""
+        yield
+
+    def rebuild_search_index(self) -> None:
+        """The search tables follow mem_nodes row by row; nothing to rebuild."""
+
+    def size_bytes(self) -> int:
+        row = self.connection.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c "
+            "JOIN pg_namespace s ON s.oid = c.relnamespace "
+            "WHERE s.nspname = current_schema() AND c.relkind IN ('r', 'm')"
+        ).fetchone()
+        return int(row[0])
+
+
+def _encoding_hint(url: str) -> str:
+    """A hint for a URL whose user or password holds an unencoded ``@``."""
+    user_info = url.partition("://")[2].split("?", 1)[0].rpartition("@")[0]
+    if "@" not in user_info:
+        return ""
+    return " (percent-encode special characters in the user and password: @ as %40)"
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
