@@ -26,7 +26,6 @@ not) is a phrase on SQLite and all of its tokens, anywhere in the row, here.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -305,15 +304,6 @@ def _prefix_stage(
     average = length_total / rows_indexed
     ranges = [_prefix_range(phrase[-1]) for phrase in prefixes]
     exact = [phrase[:-1] for phrase in prefixes]
-    idf = []
-    for (low, high), before in zip(ranges, exact, strict=True):
-        hits = conn.execute(
-            "SELECT count(DISTINCT t.seq) FROM mem_search_terms t WHERE t.term >= ? "
-            f"AND t.term < ? AND {_holds(len(before)) or 'TRUE'}",
-            [low, high, *before],
-        ).fetchone()[0]
-        value = math.log((rows_indexed - hits + 0.5) / (hits + 0.5))
-        idf.append(value if value > 0.0 else 1e-6)
     mask, mask_params = filters
     matches = " UNION ALL ".join(
         f"SELECT t.seq, {i}::integer AS i, sum(t.tf)::float8 AS f FROM mem_search_terms t "
@@ -323,27 +313,34 @@ def _prefix_stage(
     match_params: list[Any] = []
     for (low, high), before in zip(ranges, exact, strict=True):
         match_params += [low, high, *before]
-    # Bounded as on SQLite: the newest PREFIX_SCAN rows the prefixes match (namespace,
-    # mask and kinds inside the scan), each scored; float8 throughout, summed in phrase
-    # order, so that the scores are FTS5's to the last bit.
+    # One statement: each prefix's rows and occurrences (m), each prefix's IDF from its
+    # row count over the whole index (FTS5's nHit), the newest PREFIX_SCAN rows that the
+    # namespace, mask and kinds admit (filtered before the LIMIT, as on SQLite), and only
+    # those scored. float8 throughout, summed in prefix order: FTS5's bm25() to the bit.
     ranked = conn.execute(
-        f"SELECT m.seq, -sum((?::float8[])[m.i] * ((m.f * (?::float8 + 1.0::float8)) / "
+        f"WITH m AS MATERIALIZED ({matches}), "
+        "idf AS (SELECT i, CASE WHEN v > 0.0::float8 THEN v ELSE 1e-6::float8 END AS w "
+        "FROM (SELECT i, ln(((?::float8 - count(*)) + 0.5::float8) / "
+        "(count(*) + 0.5::float8)) AS v FROM m GROUP BY i) AS x), "
+        "newest AS (SELECT c.seq FROM (SELECT DISTINCT seq FROM m ORDER BY seq DESC) AS c "
+        f"JOIN mem_nodes n ON n.seq = c.seq WHERE n.namespace = ? AND {mask} "
+        "ORDER BY c.seq DESC LIMIT ?) "
+        "SELECT m.seq, -sum(idf.w * ((m.f * (?::float8 + 1.0::float8)) / "
         "(m.f + ?::float8 * (1.0::float8 - ?::float8 + ?::float8 * d.length::float8 "
         "/ ?::float8))) ORDER BY m.i) "
-        f"FROM ({matches}) AS m JOIN mem_search_docs d ON d.seq = m.seq "
-        "JOIN mem_nodes n ON n.seq = m.seq "
-        f"WHERE n.namespace = ? AND {mask} GROUP BY m.seq ORDER BY m.seq DESC LIMIT ?",
+        "FROM newest JOIN m ON m.seq = newest.seq JOIN idf ON idf.i = m.i "
+        "JOIN mem_search_docs d ON d.seq = m.seq GROUP BY m.seq",
         [
-            idf,
+            *match_params,
+            float(rows_indexed),
+            namespace,
+            *mask_params,
+            PREFIX_SCAN,
             FTS5_K1,
             FTS5_K1,
             FTS5_B,
             FTS5_B,
             average,
-            *match_params,
-            namespace,
-            *mask_params,
-            PREFIX_SCAN,
         ],
     ).fetchall()
     ranked.sort(key=lambda hit: (hit[1], -hit[0]))
