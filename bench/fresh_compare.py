@@ -1,6 +1,7 @@
 """Fresh-process latency of nervamem commands from two source trees, interleaved.
 
     python bench/fresh_compare.py BASE_TREE NEW_TREE [--rounds 30]
+    python bench/fresh_compare.py BASE NEW --store bench/out/peers-1k/memory.db --query "..."
 
 Each tree is put on PYTHONPATH in turn (same Python, same store) and every command is
 run in a fresh process, alternating the order of the trees every round, with bytecode
@@ -35,10 +36,22 @@ def main() -> None:
     parser.add_argument("base")
     parser.add_argument("new")
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument(
+        "--store",
+        help="a copy of this store for each tree (else 50 facts written by BASE, shared)",
+    )
+    parser.add_argument("--query", default="auth tokens", help="what `recall` asks")
     args = parser.parse_args()
     trees = {"base": args.base, "new": args.new}
+    COMMANDS["recall"] = ["recall", args.query]
     scratch = tempfile.mkdtemp(prefix="nervamem-fresh-")
     env = {**os.environ, "NERVAMEM_DB": os.path.join(scratch, "m.db")}
+    databases = {tree: env["NERVAMEM_DB"] for tree in trees}
+    if args.store:  # one copy per tree: one tree's writes never reach the other's runs
+        for tree in trees:
+            databases[tree] = os.path.join(scratch, tree, "m.db")
+            os.makedirs(os.path.dirname(databases[tree]))
+            shutil.copy(args.store, databases[tree])
     env["NERVAMEM_FORMAT"] = "markdown"
     # Bytecode caching on, as an installed nervamem runs, in a private folder per tree.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -46,11 +59,13 @@ def main() -> None:
     def run(tree: str, argv: list[str]) -> tuple[float, float]:
         """Wall and CPU (user + system) milliseconds of one fresh process."""
         started = time.perf_counter()
+        command = argv if tree == "typer" else ["-m", "nervamem", *argv]
         child = subprocess.Popen(
-            [sys.executable, "-m", "nervamem", *argv],
+            [sys.executable, *command],
             env={
                 **env,
-                "PYTHONPATH": trees[tree],
+                "NERVAMEM_DB": databases.get(tree, ""),
+                "PYTHONPATH": trees.get(tree, ""),
                 "PYTHONPYCACHEPREFIX": os.path.join(scratch, f"pycache-{tree}"),
             },
             stdout=subprocess.DEVNULL,
@@ -62,9 +77,11 @@ def main() -> None:
         return wall, (usage.ru_utime + usage.ru_stime) * 1000
 
     try:
-        run("base", ["init"])
-        for i in range(50):
-            run("base", ["store", "fact", f"fact {i} about auth tokens and logins"])
+        if not args.store:
+            run("base", ["init"])
+            for i in range(50):
+                run("base", ["store", "fact", f"fact {i} about auth tokens and logins"])
+        typer: list[tuple[float, float]] = []
         for tree in trees:  # warm-up: bytecode caches
             for argv in COMMANDS.values():
                 run(tree, argv)
@@ -73,9 +90,15 @@ def main() -> None:
         }
         for round_no in range(args.rounds):
             order = list(trees) if round_no % 2 else list(trees)[::-1]
+            typer.append(run("typer", ["-c", "import typer"]))
             for name, argv in COMMANDS.items():
                 for tree in order:
                     times[(tree, name)].append(run(tree, argv))
+        typer_cpu = statistics.median(c for _, c in typer)
+        print(
+            f"python -c 'import typer' in the same rounds: wall "
+            f"{statistics.median(w for w, _ in typer):.1f} ms, CPU {typer_cpu:.1f} ms"
+        )
         print("command     median wall base / new (ms)   median CPU base / new (ms)   CPU new/base")
         for name in COMMANDS:
             wall = [statistics.median(w for w, _ in times[(t, name)]) for t in trees]
@@ -83,6 +106,7 @@ def main() -> None:
             print(
                 f"{name:10s}  {wall[0]:7.1f} / {wall[1]:7.1f}            "
                 f"{cpu[0]:7.1f} / {cpu[1]:7.1f}           {cpu[1] / cpu[0]:.3f}"
+                f"   (CPU x typer {cpu[0] / typer_cpu:.2f} / {cpu[1] / typer_cpu:.2f})"
             )
         print("load average", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     finally:

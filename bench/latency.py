@@ -300,7 +300,8 @@ def regular_install(log: Any) -> Path | None:
     shutil.copytree(
         ROOT / "nervamem", source / "nervamem", ignore=shutil.ignore_patterns("__pycache__")
     )
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "man/nervamem.1"):  # man: pyproject's data-files
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, source / name)
     pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     try:

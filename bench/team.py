@@ -408,12 +408,13 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_results(section: str) -> None:
-    """Replace our section of results.md (or append it), keeping every other section."""
+def write_results(section: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replace our section of results.md (or append it), keeping every other section.
+    (bench/peers.py writes its own section with this, between its own markers.)"""
     text = RESULTS.read_text(encoding="utf-8")
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
         text = head + section.rstrip("\n") + tail
     else:
         text = text.rstrip("\n") + "\n\n" + section

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import nodes, writing
+from . import nodes
 from .ids import MIN_SHORT_DIGITS, RandomSource
 from .storage.choose import open_storage
 from .storage.engine import Connection, Storage
@@ -206,6 +206,8 @@ class MemoryStore:
     ) -> tuple[str, AnchorReport | None]:
         """``store``, and the code bridge's report of how the memory's entities were
         anchored to code (None when nothing was anchored or no code graph exists)."""
+        from . import writing  # not on the path of a read: recall, show, list
+
         memory = writing.NewMemory(
             kind,
             content,
@@ -235,6 +237,8 @@ class MemoryStore:
         or the index of an earlier memory of the same call. All or nothing: one bad
         memory writes none of them.
         """
+        from . import writing
+
         return writing.store_memories(self.storage, memories).ids
 
     # ------------------------------------------------------------------ sessions

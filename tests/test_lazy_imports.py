@@ -114,12 +114,17 @@ def test_hot_commands_import_no_heavy_library(
 NOT_LOADED = {
     "--version": ("sqlite3", "dataclasses", "nervamem.store", "nervamem.models"),
     "store": ("dataclasses", "nervamem.models", "nervamem.recall"),
+    "recall": ("nervamem.writing",),
 }
 
 
 @pytest.mark.parametrize(
     "args",
-    [("--version",), ("store", "fact", "deploys need bash 5", "-e", "DeployScript")],
+    [
+        ("--version",),
+        ("store", "fact", "deploys need bash 5", "-e", "DeployScript"),
+        ("recall", "auth tokens", "--budget", "500"),
+    ],
     ids=lambda args: args[0],
 )
 def test_hot_commands_load_only_what_they_use(
@@ -187,6 +192,41 @@ def test_state_is_an_immutable_value() -> None:
     assert repr(State("a", "s_1")) == "State(namespace='a', session='s_1')"
     with pytest.raises(AttributeError):
         State().namespace = "b"  # type: ignore[misc]
+
+
+def test_the_entry_point_freezes_start_up_objects_before_the_command(
+    tmp_path: Path, seeded_store: Path
+) -> None:
+    """The process entry point (argv None) freezes what start-up made out of the cyclic
+    GC before the command runs; main(argv), an embedder's call, leaves the GC alone."""
+    code = (
+        "import gc, sys\n"
+        "import nervamem.store as s\n"
+        "seen = []\n"
+        "recall = s.MemoryStore.recall\n"
+        "def probe(self, *a, **k):\n"
+        "    seen.append(gc.get_freeze_count())\n"
+        "    return recall(self, *a, **k)\n"
+        "s.MemoryStore.recall = probe\n"
+        "from nervamem.cli import main\n"
+        "args = ['recall', 'auth tokens']\n"
+        "try:\n"
+        "    main(args) if sys.argv[1] == 'embedded' else (sys.argv.__setitem__(\n"
+        "        slice(1, None), args), main())\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(seen, file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NERVAMEM_", "_NERVAMEM"))}
+    env["NERVAPACK_MEMORY_DB"] = str(seeded_store)
+    frozen = {}
+    for how in ("entry", "embedded"):
+        result = subprocess.run(
+            [sys.executable, "-c", code, how], env=env, capture_output=True, text=True, check=True
+        )
+        frozen[how] = json.loads(result.stderr.strip().splitlines()[-1])
+    assert frozen["entry"][0] > 1000  # Typer, Click, the command tree
+    assert frozen["embedded"] == [0]
 
 
 def test_importing_the_cli_leaves_the_garbage_collector_as_it_was(tmp_path: Path) -> None:

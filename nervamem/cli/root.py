@@ -31,7 +31,7 @@ from .options import (
     Settings,
     choices,
 )
-from .startup import app_for, skip_collection_at_exit
+from .startup import app_for, freeze_start_up_objects, skip_collection_at_exit
 
 app = typer.Typer(
     cls=NervamemGroup,
@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> Any:
         return command_tree(args=args, prog_name="nervamem")
     # The process entry point (the console script, python -m nervamem): the process ends
     # with this command.
+    freeze_start_up_objects()
     try:
         return command_tree(args=args, prog_name="nervamem")
     finally:

@@ -12,7 +12,9 @@ unchanged install in 40-120 interleaved rounds (median CPU time; the machine was
 - ``app_for()``, build only the invoked command: 8-14 ms of ``store`` and ``recall``,
   1-8 ms of ``--version``;
 - ``cyclic_gc_paused()``, no cyclic GC while the CLI and Typer are imported: 22 fewer
-  collections, but under 1 ms (below the noise of 120 rounds of ``import nervamem.cli``).
+  collections, but under 1 ms (below the noise of 120 rounds of ``import nervamem.cli``);
+- ``freeze_start_up_objects()``, those objects frozen before the command runs: 7-13 ms
+  of ``recall`` (issue 21, bench/results.md "Performance, round 2").
 
 Nothing here imports Typer: the first trick must run before Typer is imported.
 """
@@ -46,6 +48,20 @@ def cyclic_gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def freeze_start_up_objects() -> None:
+    """Freeze the objects alive before the command runs out of the cyclic GC.
+
+    They were made with the GC paused (cyclic_gc_paused), so they all sit in its
+    youngest generation: the first collections the command's own allocations trigger
+    would traverse every one of them again, generation after generation: a fresh
+    ``recall`` ran a generation-1 collection of ~15 ms that freed nothing (load 3; 7
+    young collections of ~1 ms in all once frozen; 7-13 ms less CPU per call in 20-30
+    interleaved rounds). They live as long as the process anyway. Only for the process
+    entry point, as skip_collection_at_exit: an embedder's heap stays as it was.
+    """
+    gc.freeze()
 
 
 def skip_collection_at_exit() -> None:

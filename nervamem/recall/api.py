@@ -1,7 +1,7 @@
 """The recall operation of MemoryStore, as a pipeline of named steps:
 
     validate -> search -> session context -> expansion -> rank sessions below their
-             memories -> damp questions -> top-k
+             memories -> damp questions -> favour times for "when" -> top-k
              -> pack (completing only the items it may show) -> count accesses
 
 Kept apart from store.py so that write-only calls never import the ranking code. Each
@@ -26,10 +26,11 @@ from .packing import pack
 from .questions import damp_questions
 from .scoring import Scored, above_floor, top_k
 from .search_engine import search_for
-from .session_context import session_context
+from .session_context import context_weight, session_context
 from .sessions_rank import rank_sessions
 from .tokens import get_counter
 from .validation import check_recall_request
+from .when import favour_times
 
 if TYPE_CHECKING:
     from ..storage.engine import Storage
@@ -80,7 +81,14 @@ def run_recall(
         conn, ns, query, as_of=mask, kinds=kinds, want=_candidate_target(budget_tokens)
     )
     if hops > 0 and found:
-        found = session_context(conn, ns, found, as_of=mask, kinds=kinds)
+        found = session_context(
+            conn,
+            ns,
+            found,
+            as_of=mask,
+            kinds=kinds,
+            neighbour_weight=context_weight(budget_tokens),
+        )
         found = expand(
             conn,
             ns,
@@ -92,6 +100,7 @@ def run_recall(
         )
     rank_sessions(found)
     damp_questions(found.values())
+    favour_times(found.values(), query)
     ranked = top_k(conn, found, reference=reference, k=_most_packable(budget_tokens))
     ranked = above_floor(ranked, min_score)
     label = mask_time[:10]

@@ -16,6 +16,11 @@ from .candidates import NODE_COLUMNS, Candidate, NodeRow, degrees
 from .mask import KnownAt, mask_sql
 
 EXPANSION_DECAY = 0.6
+# A cause or effect of a candidate (CAUSED, DERIVED_FROM) inherits CAUSAL_DECAY of its
+# relevance instead of EXPANSION_DECAY, and a search hit reached that way is raised to it
+# (see expand).
+CAUSAL_DECAY = 0.9
+CAUSAL_EDGES = ("CAUSED", "DERIVED_FROM")
 EXPANSION_FANOUT = 8
 EXPANSION_SEEDS = 30
 
@@ -53,7 +58,15 @@ def expand(
     width: int = EXPANSION_SEEDS,
 ) -> dict[str, Candidate]:
     """Neighbours of the ``width`` best seeds (at most EXPANSION_SEEDS), each with 0.6x
-    its parent's relevance per hop; the ``width`` best neighbours seed the next hop."""
+    its parent's relevance per hop; the ``width`` best neighbours seed the next hop.
+
+    A cause or an effect (CAUSAL_EDGES) is closer than what merely shares an entity: it
+    inherits CAUSAL_DECAY (0.9) of its parent's relevance, and when search already found
+    it with less (the outcome of an action, holding few of the query's words: "what
+    happened when we rotated the signing key?" -> "The key rotation logged out every
+    mobile user"), it is raised to that. Other neighbours that search found keep their
+    own relevance. Entities reached over ABOUT are hubs, and their other memories only
+    share a topic: they keep the plain 0.6 per hop."""
     width = max(1, min(width, EXPANSION_SEEDS))
     result = dict(seeds)
     frontier = sorted(seeds.values(), key=lambda c: -c.relevance)[:width]
@@ -61,11 +74,16 @@ def expand(
     for _ in range(hops):
         inherited: dict[str, float] = {}
         around = neighbours(conn, [parent.id for parent in frontier])
+        causal = causal_pairs(conn, [parent.id for parent in frontier])
         for parent in frontier:
             for neighbour in around[parent.id]:
+                is_causal = (parent.id, neighbour) in causal
                 if neighbour in result:
+                    if is_causal:
+                        known = result[neighbour]
+                        known.relevance = max(known.relevance, parent.relevance * CAUSAL_DECAY)
                     continue
-                score = parent.relevance * EXPANSION_DECAY
+                score = parent.relevance * (CAUSAL_DECAY if is_causal else EXPANSION_DECAY)
                 if score > inherited.get(neighbour, 0.0):
                     inherited[neighbour] = score
         if not inherited:
@@ -79,6 +97,24 @@ def expand(
         frontier.sort(key=lambda c: -c.relevance)
         frontier = frontier[:width]
     return result
+
+
+def causal_pairs(conn: Connection, ids: Sequence[str]) -> set[tuple[str, str]]:
+    """(node, neighbour) for every CAUSAL_EDGES edge of the nodes ``ids``, both
+    directions: which of the neighbours that :func:`neighbours` found are a cause or an
+    effect. Two index reads per node (the primary key and mem_edges_dst)."""
+    if not ids:
+        return set()
+    marks = ",".join("?" * len(ids))
+    kinds = ",".join(f"'{kind}'" for kind in CAUSAL_EDGES)
+    return set(
+        conn.execute(
+            f"SELECT src, dst FROM mem_edges WHERE src IN ({marks}) AND kind IN ({kinds}) "
+            "UNION ALL "
+            f"SELECT dst, src FROM mem_edges WHERE dst IN ({marks}) AND kind IN ({kinds})",
+            [*ids, *ids],
+        ).fetchall()
+    )
 
 
 # A node with at most this many edges (every kind) has its neighbours read in one batch

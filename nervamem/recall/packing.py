@@ -283,7 +283,10 @@ def pack(
     groups: set[tuple[str, str | None]] = set()
     shown: set[str] = set()
     terse: set[str] = set()  # decisions shown without their reasons
+    floor = meter.least_cost(MIN_PIECE_CHARS)
     for index, draft in enumerate(ranked):
+        if floor is not None and meter.tokens + floor > budget:
+            break  # not even the shortest item fits: every one below would be skipped
         flat = one_line(draft.content)
         text = flat.lower()
         if text in shown:
@@ -313,6 +316,7 @@ def pack(
             terse.discard(item.id)
             continue
         meter.add(piece, cost)
+        floor = meter.least_cost(MIN_PIECE_CHARS)
         shown.add(text)
         chosen.append(item)
         if item.kind not in kinds_present:

@@ -1,8 +1,9 @@
 """A memory that asks a question (its text ends with "?") is answered by what was
 recorded right after it in its session: session context (recall/session_context.py)
-passes QUESTION_FORWARD times the usual share to that memory, and the pipeline weighs
-the question itself QUESTION_DAMP (:func:`damp_questions`, after expansion, with or
-without hops), as a question only restates what is asked. "When are you opening the
+passes QUESTION_SHARE of the question's relevance to that memory (twice the usual share
+of a neighbour), and the pipeline weighs the question itself QUESTION_DAMP
+(:func:`damp_questions`, after expansion, with or without hops), as a question only
+restates what is asked. "When are you opening the
 studio?" holds the query's words; the reply after it ("The opening night is tomorrow")
 holds the answer and often none of them. No speaker, dialogue or dataset knowledge:
 only the question mark and the order in which a session recorded its memories.
@@ -14,7 +15,7 @@ from collections.abc import Iterable
 
 from .candidates import Candidate
 
-QUESTION_FORWARD = 2.0
+QUESTION_SHARE = 1.0
 QUESTION_DAMP = 0.6
 
 

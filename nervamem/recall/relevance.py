@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 
 from .candidates import Candidate, NodeRow
+from .irregular import past_forms
 from .terms import STOPWORDS, content_terms
 
 PHRASE_BOOST = 1.5
@@ -72,20 +73,33 @@ def score_rows(
         else None
     )
     finder = _common_matcher(common)
+    roots = _common_roots(common)
+    ascii_terms = all(term.isascii() for term in terms)
     words = [words_of(row[2]) for row in rows]
     specific = specificity(words, terms)
     near = _proximity(content_terms(terms), idf)
     scored: list[tuple[float, NodeRow]] = []
     for row, row_words, row_specific in zip(rows, words, specific, strict=True):
         keys = matched[row[8]]
+        # ASCII text and terms (nearly every row): plain string searches in the lowered
+        # text find what the case-insensitive patterns would, a few times faster.
+        lowered = row[2].lower() if ascii_terms and row[2].isascii() else None
         if finder:
-            found_common = {m.lastindex for m in finder.finditer(row[2]) if m.lastindex}
+            found_common = (
+                {m.lastindex for m in finder.finditer(row[2]) if m.lastindex}
+                if lowered is None
+                else _common_in_ascii(lowered, roots)
+            )
             keys = keys + [common[i - 1] for i in sorted(found_common)]
         norm = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * len(row[2]) / average))
         score = sum(idf[k] for k in keys) * len(keys) / key_count * norm
         if not keys:
             score = 1e-3  # newest rows of an all-common query that the loose match missed
-        if phrase and phrase.search(row[2]):
+        if (
+            phrase
+            and (lowered is None or all(term in lowered for term in terms))
+            and phrase.search(row[2])
+        ):
             score *= PHRASE_BOOST
         score *= (1 + SPECIFICITY_WEIGHT * row_specific) * (1 + near(row_words, keys))
         if spans and any(first <= row[3][:10] <= last for first, last in spans):
@@ -125,12 +139,46 @@ def _root(term: str) -> str:
     return term
 
 
+def _common_roots(common: list[str]) -> list[list[str]]:
+    """Per common term, the roots looked for in a candidate's text: the term's own and
+    those of its past forms (search looks them up together: recall/irregular.py)."""
+    return [[_root(form) for form in (term, *past_forms(term))] for term in common]
+
+
 def _common_matcher(common: list[str]) -> re.Pattern[str] | None:
-    """One pattern that finds any common term at a word start; group i is term i."""
+    """One pattern that finds any common term (or a past form of it) at a word start;
+    group i is term i."""
     if not common:
         return None
-    groups = "|".join(f"({re.escape(_root(term))})" for term in common)
+    groups = "|".join(
+        "(" + "|".join(re.escape(root) for root in roots) + ")" for roots in _common_roots(common)
+    )
     return re.compile(rf"(?<![^\W_])(?:{groups})", re.IGNORECASE)
+
+
+def _common_in_ascii(lowered: str, roots: Sequence[Sequence[str]]) -> set[int]:
+    """What ``_common_matcher(common).finditer`` finds in an ASCII text (group numbers,
+    from 1), from the text lowered and each term's roots (:func:`_common_roots`): a root
+    counts where it starts a word (no letter or digit before it) and no earlier match
+    covers it; where several roots start at the same place, the one the pattern tries
+    first (groups in order, and a group's roots in order) decides the match's length."""
+    starts: list[tuple[int, int, int]] = []
+    for number, forms in enumerate(roots, start=1):
+        for order, root in enumerate(forms):
+            at = lowered.find(root)
+            while at != -1:
+                if at == 0 or not lowered[at - 1].isalnum():
+                    starts.append((at, number, order))
+                at = lowered.find(root, at + 1)
+    if len(starts) > 1:
+        starts.sort()
+    found: set[int] = set()
+    end = 0
+    for at, number, order in starts:
+        if at >= end:
+            found.add(number)
+            end = at + max(len(roots[number - 1][order]), 1)
+    return found
 
 
 def words_of(text: str) -> list[str]:
@@ -184,13 +232,19 @@ def _proximity(
         earned = sum(
             weight
             for a, b, weight in wanted
-            if where[a]
-            and where[b]
-            and min(abs(x - y) for x in where[a] for y in where[b]) <= PROXIMITY_WINDOW
+            if where[a] and where[b] and _within(where[a], where[b], PROXIMITY_WINDOW)
         )
         return PROXIMITY_WEIGHT * earned / total
 
     return boost
+
+
+def _within(first: Sequence[int], second: Sequence[int], window: int) -> bool:
+    """Whether a position of ``first`` lies within ``window`` of one of ``second``: linear
+    in the positions, as a memory of a megabyte holds a common word thousands of times
+    and comparing every pair took recall minutes."""
+    near = set(second)
+    return any(x + step in near for x in first for step in range(-window, window + 1))
 
 
 _MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..storage.engine import Connection
 from .candidates import NODE_COLUMNS, Candidate, NodeRow
+from .irregular import past_forms
 from .mask import KnownAt, mask_sql
 from .relevance import date_spans, inverse_document_frequency, score_rows, term_weights
 from .terms import content_terms, query_terms
@@ -35,6 +36,12 @@ PREFIX_WEIGHT = 0.3
 
 def quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
+
+
+def term_expression(key: str) -> str:
+    """The MATCH expression of one key term: the term, or with the past forms of an
+    irregular verb (recall/irregular.py), any of them."""
+    return " OR ".join(quote(form) for form in (key, *past_forms(key)))
 
 
 def fts_stages(text: str) -> list[str]:
@@ -88,7 +95,7 @@ def search(
     for key in keys:
         rows = conn.execute(
             "SELECT rowid FROM mem_fts WHERE mem_fts MATCH ? LIMIT ?",
-            (quote(key), COMMON_DF + 1),
+            (term_expression(key), COMMON_DF + 1),
         ).fetchall()
         if len(rows) > COMMON_DF:
             common.append(key)

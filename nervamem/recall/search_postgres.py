@@ -34,6 +34,7 @@ from ..storage.postgres import translate
 from ..storage.postgres_search import totals
 from ..storage.tokenizer import tokens
 from .candidates import NODE_COLUMNS, Candidate, NodeRow
+from .irregular import past_forms
 from .mask import KnownAt, mask_sql
 from .relevance import date_spans, inverse_document_frequency, score_rows, term_weights
 from .search import COMMON_DF, PRE_LIMIT, PREFIX_LIMIT, PREFIX_SCAN, PREFIX_WEIGHT
@@ -60,7 +61,7 @@ def search(
     if not keys:
         return {}
     filters = _filters(as_of, kinds, apply_mask)
-    total, found_rows = _postings(conn, [tokens(key) for key in keys], COMMON_DF + 1)
+    total, found_rows = _postings(conn, keys, COMMON_DF + 1)
     postings: dict[str, set[int]] = {}
     common: list[str] = []
     for key, seqs in zip(keys, found_rows, strict=True):
@@ -85,28 +86,34 @@ def search(
     return found
 
 
-def _postings(
-    conn: Connection, phrases: list[list[str]], limit: int
-) -> tuple[int, list[set[int] | None]]:
+def _postings(conn: Connection, keys: list[str], limit: int) -> tuple[int, list[set[int] | None]]:
     """The largest seq (search.py's corpus size for IDF), and for each key the rows that
-    hold all of its terms (one term, nearly always), None when more than ``limit - 1``
-    do. One round trip: a LIMIT scan of the primary key per key term."""
-    single = [phrase[0] if len(phrase) == 1 else None for phrase in phrases]
+    hold it, or one of its past forms when it is an irregular verb (search.py's
+    term_expression, one key as on SQLite), None when ``limit`` or more do. One round
+    trip: a LIMIT scan of the primary key per form, their union counted (when no form
+    reaches the limit, the union is complete; when one does, the key is common)."""
+    forms = [[tokens(form) for form in (key, *past_forms(key))] for key in keys]
+    owners: list[int] = []
+    terms: list[str] = []
+    for index, key_forms in enumerate(forms, 1):
+        for phrase in key_forms:
+            if len(phrase) == 1:
+                owners.append(index)
+                terms.append(phrase[0])
     rows = conn.execute(
         "SELECT (SELECT max(seq) FROM mem_nodes), k.i, s.n, s.seqs "
-        "FROM unnest(?::text[]) WITH ORDINALITY AS k (term, i) CROSS JOIN LATERAL "
+        "FROM generate_series(1, ?) AS k (i) CROSS JOIN LATERAL "
         "(SELECT count(*) AS n, CASE WHEN count(*) < ? THEN array_agg(seq) END AS seqs "
-        "FROM (SELECT seq FROM mem_search_terms t WHERE t.term = k.term LIMIT ?) AS p) AS s "
-        "ORDER BY k.i",
-        ([term or "" for term in single], limit, limit),
+        "FROM (SELECT DISTINCT p.seq FROM unnest(?::integer[], ?::text[]) AS f (i, term) "
+        "CROSS JOIN LATERAL (SELECT t.seq FROM mem_search_terms t WHERE t.term = f.term "
+        "LIMIT ?) AS p WHERE f.i = k.i) AS u) AS s ORDER BY k.i",
+        (len(keys), limit, owners, terms, limit),
     ).fetchall()
     total = max(int(rows[0][0] or 0), 1)
     found: list[set[int] | None] = []
-    for phrase, (_, _, count, seqs) in zip(phrases, rows, strict=True):
-        if len(phrase) > 1:
-            found.append(_all_terms(conn, phrase, limit))
-        elif not phrase:
-            found.append(set())
+    for key_forms, (_, _, count, seqs) in zip(forms, rows, strict=True):
+        if any(len(phrase) > 1 for phrase in key_forms):  # see the module's known difference
+            found.append(_all_terms(conn, key_forms[0], limit))
         else:
             found.append(set(seqs or ()) if count < limit else None)
     return total, found

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from ..storage.engine import Connection
 from .candidates import NODE_COLUMNS, Candidate, NodeRow, sessions_of
 from .mask import KnownAt, mask_sql
-from .questions import QUESTION_FORWARD, asks
+from .questions import QUESTION_SHARE, asks
 
 CONTEXT_SEEDS = 20
 CONTEXT_WINDOW = 2
@@ -21,6 +21,24 @@ CONTEXT_WEIGHT = 0.5
 CONTEXT_DECAY = 0.5
 CONTEXT_BEFORE = 0.7
 SESSION_WEIGHT = 0.5
+# Below TIGHT_BUDGET tokens a neighbour gets CONTEXT_WEIGHT_TIGHT instead (see
+# context_weight); the answer right after a question keeps its share (QUESTION_SHARE).
+CONTEXT_WEIGHT_TIGHT = 0.35
+TIGHT_BUDGET = 500
+
+
+def context_weight(budget: int) -> float:
+    """The share of a hit's relevance that its session neighbours get, by budget.
+
+    A neighbour that holds none of the query's words is a guess: of the context items
+    that 1000-token recalls showed on three LoCoMo conversations, one in 57 answered the
+    question, against one in 17 of the search hits. Where the budget holds only a
+    handful of items (under TIGHT_BUDGET tokens; ~6 LoCoMo turns at 200) a guess takes
+    the place of a hit, so it weighs less there; a larger
+    budget has room for both, and the context share also ranks a hit with relevant
+    neighbours above a lone one, which a lower weight loses (bench/results.md, "Recall
+    quality, round 3")."""
+    return CONTEXT_WEIGHT_TIGHT if budget < TIGHT_BUDGET else CONTEXT_WEIGHT
 
 
 def session_context(
@@ -30,37 +48,54 @@ def session_context(
     *,
     as_of: str | KnownAt | None,
     kinds: Sequence[str] | None,
+    neighbour_weight: float = CONTEXT_WEIGHT,
 ) -> dict[str, Candidate]:
     """Context from the same session: what was recorded just before and after a hit.
 
     A session is one task, and what is stored next to a memory in it is usually its
     context: the question a reply answers, the action that followed a decision. Each of
-    the CONTEXT_SEEDS best hits passes ``CONTEXT_WEIGHT x decay^(d-1)`` of its relevance
-    to the memories up to CONTEXT_WINDOW places after it in its session (d = distance),
+    the CONTEXT_SEEDS best hits passes ``neighbour_weight x decay^(d-1)`` of its
+    relevance to the memories up to CONTEXT_WINDOW places after it in its session (d =
+    distance),
     and CONTEXT_BEFORE times that to those before it; hits receive it too, so a hit with
     relevant neighbours outranks a lone one. Then each candidate's score is raised by
     SESSION_WEIGHT x (its session's summed hit relevance / the best session's), so the
     task that matches the query most is preferred. Reads only a few rows per seed by
     primary key; never a whole session, so a long session cannot flood the result.
 
-    A question is answered by what follows it: a hit that asks one (:func:`asks`) passes
-    QUESTION_FORWARD times the usual share to the memory right after it (and the
-    pipeline weighs every candidate that asks one QUESTION_DAMP, after expansion, with or
-    without hops: recall/questions.py, where the reasons are).
+    ``neighbour_weight`` is CONTEXT_WEIGHT, or less at a small budget
+    (:func:`context_weight`). A question is answered by what follows it: a hit that asks
+    one (:func:`asks`) passes QUESTION_SHARE of its relevance to the memory right after
+    it, whatever ``neighbour_weight`` is (and the pipeline weighs every candidate that
+    asks one QUESTION_DAMP, after expansion, with or without hops: recall/questions.py,
+    where the reasons are).
     """
     seeds = sorted(found.values(), key=lambda c: -c.relevance)[:CONTEXT_SEEDS]
     if not seeds:
         return found
-    wanted = sorted({c.seq + d for c in seeds for d in range(-CONTEXT_SPAN, CONTEXT_SPAN + 1)})
+    # Only a seed in a session has context: the windows of the others are not read (a
+    # store written without sessions reads none).
+    session_of = sessions_of(conn, [c.id for c in seeds])
+    wanted = sorted(
+        {
+            c.seq + d
+            for c in seeds
+            if c.id in session_of
+            for d in range(-CONTEXT_SPAN, CONTEXT_SPAN + 1)
+        }
+    )
     mask, mask_params = mask_sql(as_of)
-    rows = conn.execute(
-        f"SELECT {NODE_COLUMNS}, e.dst FROM mem_nodes n JOIN mem_edges e "
-        "ON e.src = n.id AND e.kind = 'OCCURRED_IN' "
-        f"WHERE n.seq IN ({','.join('?' * len(wanted))}) AND +n.namespace = ? AND {mask}",
-        [*wanted, namespace, *mask_params],
-    ).fetchall()
+    rows = (
+        conn.execute(
+            f"SELECT {NODE_COLUMNS}, e.dst FROM mem_nodes n JOIN mem_edges e "
+            "ON e.src = n.id AND e.kind = 'OCCURRED_IN' "
+            f"WHERE n.seq IN ({','.join('?' * len(wanted))}) AND +n.namespace = ? AND {mask}",
+            [*wanted, namespace, *mask_params],
+        ).fetchall()
+        if wanted
+        else []
+    )
     by_session: dict[str, list[NodeRow]] = {}
-    session_of: dict[str, str] = {}
     for row in rows:
         by_session.setdefault(row[-1], []).append(row[:-1])
         session_of[row[0]] = row[-1]
@@ -80,11 +115,11 @@ def session_context(
                 continue
             if abs(row[8] - seed.seq) > CONTEXT_SPAN:
                 continue
-            share = CONTEXT_WEIGHT * CONTEXT_DECAY ** (abs(distance) - 1) * seed.relevance
+            share = neighbour_weight * CONTEXT_DECAY ** (abs(distance) - 1) * seed.relevance
             if distance < 0:
                 share *= CONTEXT_BEFORE
             elif distance == 1 and asks(seed.content):
-                share *= QUESTION_FORWARD
+                share = QUESTION_SHARE * seed.relevance
             gained[row[0]] = gained.get(row[0], 0.0) + share
             rows_by_id[row[0]] = row
     result = dict(found)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import math
 import re
+import sqlite3
+import sys
 from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
 
 import pytest
 
@@ -134,6 +138,35 @@ def test_only_returned_nodes_are_touched(store: MemoryStore) -> None:
     assert store.get(shown).access_count == 1
     assert store.get(shown).last_accessed is not None
     assert store.get(hidden).access_count == 0
+
+
+def test_access_counts_outlive_a_close_without_checkpoint(
+    make_store: Callable[..., MemoryStore], db_path: Path
+) -> None:
+    """A store that wrote only access counts leaves them in the -wal when it closes (no
+    checkpoint, no fsync); every later connection reads them, and the next close after a
+    write moves them into the file."""
+    writer = make_store()
+    shown = writer.store("fact", "redis is the session cache")
+    writer.close()
+    assert not Path(f"{db_path}-wal").exists()
+    reader = make_store()
+    reader.recall("redis cache")
+    reader.close()
+    if sys.implementation.name == "cpython" and sys.platform == "linux":
+        assert Path(f"{db_path}-wal").stat().st_size > 0  # not checkpointed on close
+    with closing(sqlite3.connect(db_path)) as conn:
+        assert conn.execute("SELECT access_count FROM mem_nodes WHERE id = ?", (shown,)).fetchone()
+        count = conn.execute("SELECT access_count FROM mem_nodes WHERE id = ?", (shown,))
+        assert count.fetchone()[0] == 1
+    again = make_store()
+    again.store("fact", "another note")
+    again.close()
+    assert not Path(f"{db_path}-wal").exists()  # the writer's close checkpointed both
+    uri = f"{db_path.resolve().as_uri()}?immutable=1"
+    with closing(sqlite3.connect(uri, uri=True)) as conn:  # the file alone
+        count = conn.execute("SELECT access_count FROM mem_nodes WHERE id = ?", (shown,))
+        assert count.fetchone()[0] == 1
 
 
 def test_kind_filter(store: MemoryStore) -> None:

@@ -135,3 +135,44 @@ def test_namespaces_never_leak_and_current_is_current(new_store, spec, query) ->
                 assert valid_from <= after and (valid_until is None or valid_until > before)
     finally:
         store.close()
+
+
+ASCII_TEXT = st.text(alphabet="abdeiloprstuvxy _-.'SDE0123", max_size=60)
+# Irregular verbs and their past forms (recall/irregular.py), which common terms also find.
+VERB_WORDS = st.sampled_from(["buy", "bought", "sell", "sold", "leave", "left", "lead", "led"])
+TEXT_WITH_VERBS = st.lists(st.one_of(ASCII_TEXT, VERB_WORDS), max_size=6).map(" ".join)
+COMMON_TERMS = st.lists(
+    st.one_of(st.text(alphabet="abdeilrsu", min_size=1, max_size=8), VERB_WORDS)
+)
+
+
+@given(text=TEXT_WITH_VERBS, common=COMMON_TERMS)
+@settings(max_examples=400, deadline=None)
+def test_common_terms_in_ascii_text_are_found_as_the_pattern_finds_them(
+    text: str, common: list[str]
+) -> None:
+    """The string search that score_rows uses on ASCII text finds exactly the common
+    terms that the case-insensitive, word-start pattern finds (overlaps and roots that
+    start at the same place included)."""
+    from nervamem.recall import relevance
+
+    pattern = relevance._common_matcher(common)
+    expected = {m.lastindex for m in pattern.finditer(text) if m.lastindex} if pattern else set()
+    roots = relevance._common_roots(common)
+    assert relevance._common_in_ascii(text.lower(), roots) == expected
+
+
+POSITIONS = st.lists(st.integers(min_value=0, max_value=60), unique=True).map(sorted)
+
+
+@given(first=POSITIONS, second=POSITIONS, window=st.integers(min_value=0, max_value=4))
+@settings(max_examples=300, deadline=None)
+def test_proximity_window_check_equals_every_pair_compared(
+    first: list[int], second: list[int], window: int
+) -> None:
+    """The linear window check that term proximity uses (a memory of a megabyte holds a
+    word thousands of times) answers as comparing every pair of positions does."""
+    from nervamem.recall import relevance
+
+    every_pair = any(abs(x - y) <= window for x in first for y in second)
+    assert relevance._within(first, second, window) == every_pair

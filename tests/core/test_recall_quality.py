@@ -82,8 +82,10 @@ def test_a_query_of_common_terms_returns_the_newest_matches(
     assert found == set(ids[-4:])
 
 
+# Under 500 tokens neighbours get a smaller share; the answer after a question keeps its.
+@pytest.mark.parametrize("budget", [200, 1000])
 def test_session_context_brings_the_next_memory_of_the_same_session(
-    store: MemoryStore,
+    store: MemoryStore, budget: int
 ) -> None:
     store.start_session("incident")
     question = store.store("fact", "Why did the nightly export fail on Tuesday?")
@@ -92,7 +94,9 @@ def test_session_context_brings_the_next_memory_of_the_same_session(
     store.start_session("other task")
     elsewhere = store.store("fact", "The disk of the build host was replaced")
     store.end_session()
-    items = {item.id: item for item in store.recall("nightly export fail").items}
+    items = {
+        item.id: item for item in store.recall("nightly export fail", budget_tokens=budget).items
+    }
     assert question in items and answer in items
     assert items[answer].via == "context"
     # The hit asks a question and the memory after it answers it: the answer comes first.
