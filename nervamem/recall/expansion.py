@@ -99,7 +99,7 @@ def expand(
     return result
 
 
-def causal_pairs(conn: sqlite3.Connection, ids: Sequence[str]) -> set[tuple[str, str]]:
+def causal_pairs(conn: Connection, ids: Sequence[str]) -> set[tuple[str, str]]:
     """(node, neighbour) for every CAUSAL_EDGES edge of the nodes ``ids``, both
     directions: which of the neighbours that :func:`neighbours` found are a cause or an
     effect. Two index reads per node (the primary key and mem_edges_dst)."""

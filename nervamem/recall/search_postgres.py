@@ -26,7 +26,6 @@ not) is a phrase on SQLite and all of its tokens, anywhere in the row, here.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +34,7 @@ from ..storage.postgres import translate
 from ..storage.postgres_search import totals
 from ..storage.tokenizer import tokens
 from .candidates import NODE_COLUMNS, Candidate, NodeRow
+from .irregular import past_forms
 from .mask import KnownAt, mask_sql
 from .relevance import date_spans, inverse_document_frequency, score_rows, term_weights
 from .search import COMMON_DF, PRE_LIMIT, PREFIX_LIMIT, PREFIX_SCAN, PREFIX_WEIGHT
@@ -61,7 +61,7 @@ def search(
     if not keys:
         return {}
     filters = _filters(as_of, kinds, apply_mask)
-    total, found_rows = _postings(conn, [tokens(key) for key in keys], COMMON_DF + 1)
+    total, found_rows = _postings(conn, keys, COMMON_DF + 1)
     postings: dict[str, set[int]] = {}
     common: list[str] = []
     for key, seqs in zip(keys, found_rows, strict=True):
@@ -86,28 +86,34 @@ def search(
     return found
 
 
-def _postings(
-    conn: Connection, phrases: list[list[str]], limit: int
-) -> tuple[int, list[set[int] | None]]:
+def _postings(conn: Connection, keys: list[str], limit: int) -> tuple[int, list[set[int] | None]]:
     """The largest seq (search.py's corpus size for IDF), and for each key the rows that
-    hold all of its terms (one term, nearly always), None when more than ``limit - 1``
-    do. One round trip: a LIMIT scan of the primary key per key term."""
-    single = [phrase[0] if len(phrase) == 1 else None for phrase in phrases]
+    hold it, or one of its past forms when it is an irregular verb (search.py's
+    term_expression, one key as on SQLite), None when ``limit`` or more do. One round
+    trip: a LIMIT scan of the primary key per form, their union counted (when no form
+    reaches the limit, the union is complete; when one does, the key is common)."""
+    forms = [[tokens(form) for form in (key, *past_forms(key))] for key in keys]
+    owners: list[int] = []
+    terms: list[str] = []
+    for index, key_forms in enumerate(forms, 1):
+        for phrase in key_forms:
+            if len(phrase) == 1:
+                owners.append(index)
+                terms.append(phrase[0])
     rows = conn.execute(
         "SELECT (SELECT max(seq) FROM mem_nodes), k.i, s.n, s.seqs "
-        "FROM unnest(?::text[]) WITH ORDINALITY AS k (term, i) CROSS JOIN LATERAL "
+        "FROM generate_series(1, ?) AS k (i) CROSS JOIN LATERAL "
         "(SELECT count(*) AS n, CASE WHEN count(*) < ? THEN array_agg(seq) END AS seqs "
-        "FROM (SELECT seq FROM mem_search_terms t WHERE t.term = k.term LIMIT ?) AS p) AS s "
-        "ORDER BY k.i",
-        ([term or "" for term in single], limit, limit),
+        "FROM (SELECT DISTINCT p.seq FROM unnest(?::integer[], ?::text[]) AS f (i, term) "
+        "CROSS JOIN LATERAL (SELECT t.seq FROM mem_search_terms t WHERE t.term = f.term "
+        "LIMIT ?) AS p WHERE f.i = k.i) AS u) AS s ORDER BY k.i",
+        (len(keys), limit, owners, terms, limit),
     ).fetchall()
     total = max(int(rows[0][0] or 0), 1)
     found: list[set[int] | None] = []
-    for phrase, (_, _, count, seqs) in zip(phrases, rows, strict=True):
-        if len(phrase) > 1:
-            found.append(_all_terms(conn, phrase, limit))
-        elif not phrase:
-            found.append(set())
+    for key_forms, (_, _, count, seqs) in zip(forms, rows, strict=True):
+        if any(len(phrase) > 1 for phrase in key_forms):  # see the module's known difference
+            found.append(_all_terms(conn, key_forms[0], limit))
         else:
             found.append(set(seqs or ()) if count < limit else None)
     return total, found
@@ -305,15 +311,6 @@ def _prefix_stage(
     average = length_total / rows_indexed
     ranges = [_prefix_range(phrase[-1]) for phrase in prefixes]
     exact = [phrase[:-1] for phrase in prefixes]
-    idf = []
-    for (low, high), before in zip(ranges, exact, strict=True):
-        hits = conn.execute(
-            "SELECT count(DISTINCT t.seq) FROM mem_search_terms t WHERE t.term >= ? "
-            f"AND t.term < ? AND {_holds(len(before)) or 'TRUE'}",
-            [low, high, *before],
-        ).fetchone()[0]
-        value = math.log((rows_indexed - hits + 0.5) / (hits + 0.5))
-        idf.append(value if value > 0.0 else 1e-6)
     mask, mask_params = filters
     matches = " UNION ALL ".join(
         f"SELECT t.seq, {i}::integer AS i, sum(t.tf)::float8 AS f FROM mem_search_terms t "
@@ -323,27 +320,34 @@ def _prefix_stage(
     match_params: list[Any] = []
     for (low, high), before in zip(ranges, exact, strict=True):
         match_params += [low, high, *before]
-    # Bounded as on SQLite: the newest PREFIX_SCAN rows the prefixes match (namespace,
-    # mask and kinds inside the scan), each scored; float8 throughout, summed in phrase
-    # order, so that the scores are FTS5's to the last bit.
+    # One statement: each prefix's rows and occurrences (m), each prefix's IDF from its
+    # row count over the whole index (FTS5's nHit), the newest PREFIX_SCAN rows that the
+    # namespace, mask and kinds admit (filtered before the LIMIT, as on SQLite), and only
+    # those scored. float8 throughout, summed in prefix order: FTS5's bm25() to the bit.
     ranked = conn.execute(
-        f"SELECT m.seq, -sum((?::float8[])[m.i] * ((m.f * (?::float8 + 1.0::float8)) / "
+        f"WITH m AS MATERIALIZED ({matches}), "
+        "idf AS (SELECT i, CASE WHEN v > 0.0::float8 THEN v ELSE 1e-6::float8 END AS w "
+        "FROM (SELECT i, ln(((?::float8 - count(*)) + 0.5::float8) / "
+        "(count(*) + 0.5::float8)) AS v FROM m GROUP BY i) AS x), "
+        "newest AS (SELECT c.seq FROM (SELECT DISTINCT seq FROM m ORDER BY seq DESC) AS c "
+        f"JOIN mem_nodes n ON n.seq = c.seq WHERE n.namespace = ? AND {mask} "
+        "ORDER BY c.seq DESC LIMIT ?) "
+        "SELECT m.seq, -sum(idf.w * ((m.f * (?::float8 + 1.0::float8)) / "
         "(m.f + ?::float8 * (1.0::float8 - ?::float8 + ?::float8 * d.length::float8 "
         "/ ?::float8))) ORDER BY m.i) "
-        f"FROM ({matches}) AS m JOIN mem_search_docs d ON d.seq = m.seq "
-        "JOIN mem_nodes n ON n.seq = m.seq "
-        f"WHERE n.namespace = ? AND {mask} GROUP BY m.seq ORDER BY m.seq DESC LIMIT ?",
+        "FROM newest JOIN m ON m.seq = newest.seq JOIN idf ON idf.i = m.i "
+        "JOIN mem_search_docs d ON d.seq = m.seq GROUP BY m.seq",
         [
-            idf,
+            *match_params,
+            float(rows_indexed),
+            namespace,
+            *mask_params,
+            PREFIX_SCAN,
             FTS5_K1,
             FTS5_K1,
             FTS5_B,
             FTS5_B,
             average,
-            *match_params,
-            namespace,
-            *mask_params,
-            PREFIX_SCAN,
         ],
     ).fetchall()
     ranked.sort(key=lambda hit: (hit[1], -hit[0]))

@@ -140,7 +140,7 @@ def test_only_returned_nodes_are_touched(store: MemoryStore) -> None:
     assert store.get(hidden).access_count == 0
 
 
-@pytest.mark.sqlite_only  # the WAL beside the file
+@pytest.mark.sqlite_only  # about SQLite's -wal file
 def test_access_counts_outlive_a_close_without_checkpoint(
     make_store: Callable[..., MemoryStore], db_path: Path
 ) -> None:

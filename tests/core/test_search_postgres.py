@@ -280,3 +280,21 @@ def test_random_stores_rank_alike(
         for namespace in ("default", "other"):
             assert_same_search(lite, pg, q, namespace=namespace, want=10)
             assert_same_search(lite, pg, q, namespace=namespace, as_of=None, want=10)
+
+
+def test_irregular_past_forms_found_alike(stores: tuple[MemoryStore, MemoryStore]) -> None:
+    """A key term that is an irregular verb is looked up with its past forms (recall/
+    irregular.py) on both engines: one key, the union of the forms' rows."""
+    store_both(
+        stores,
+        [
+            NewMemory("decision", "We chose Elasticsearch for search"),
+            NewMemory("fact", "Caroline went to the support group"),
+            NewMemory("fact", "The chosen queue is Kafka"),
+            NewMemory("fact", "We go to the office on Mondays"),
+        ],
+    )
+    lite, pg = stores
+    for query in ("what did we choose", "where did Caroline go", "choosing a queue", "goes"):
+        assert_same_search(lite, pg, query)
+    assert assert_same_search(lite, pg, "what did we choose")
