@@ -164,6 +164,8 @@ def statement_profile(target: str, rounds: int = 2) -> list[tuple[float, float, 
             finally:
                 key = " ".join(sql.split())
                 key = key if len(key) <= 90 else key[:60] + " ... " + key[-25:]
+                if "mem_search_" in sql or "BY n.seq" in sql:  # search's own
+                    key = "(search) " + key
                 spent.setdefault(key, []).append((time.perf_counter() - began) * 1000)
 
         connection.execute = timed
@@ -227,8 +229,7 @@ def render(data: dict[str, Any]) -> str:
             "",
             f"Where a PostgreSQL recall's time goes at {label(int(size))} (SQL statements, "
             f"the ten costliest: {total:.1f} ms of each recall, network round trips "
-            "included; search's own are those on `mem_search_*` and the candidate reads "
-            "ordered by `n.seq`):",
+            "included; search's own are marked (search)):",
             "",
             "| ms per recall | calls per recall | statement |",
             "|---|---|---|",
@@ -237,7 +238,7 @@ def render(data: dict[str, Any]) -> str:
             f"| {ms:.2f} | {calls:.1f} | `{sql.replace('|', '/')}` |"
             for ms, calls, sql in profile[:10]
         ]
-        own = sum(ms for ms, _, sql in profile if "mem_search_" in sql or "BY n.seq" in sql)
+        own = sum(ms for ms, _, sql in profile if sql.startswith("(search) "))
         every = sum(ms for ms, _, _ in profile)
         lines += [
             "",
