@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..storage.engine import Connection
+from ..storage.engine import POSTGRESQL, Connection, dialect_of
 
 NODE_COLUMNS = (
     "n.id, n.kind, n.content, n.valid_from, n.valid_until, n.recorded_at, "
@@ -69,6 +69,16 @@ class Candidate:
         return f"Candidate({self.id!r}, relevance={self.relevance!r}, via={self.via!r})"
 
 
+def among(conn: Connection, column: str, ids: Sequence[str]) -> tuple[str, list[object]]:
+    """SQL for ``column`` being one of ``ids``, and its parameters: ``IN (?,?,...)`` on
+    SQLite, ``= ANY (?)`` with one array on PostgreSQL, where a statement text per list
+    length would be parsed and planned by the server on every call; one text is
+    prepared once per connection (psycopg prepares a statement run five times)."""
+    if dialect_of(conn) == POSTGRESQL:
+        return f"{column} = ANY (?)", [list(ids)]
+    return f"{column} IN ({','.join('?' * len(ids))})", list(ids)
+
+
 def degrees(conn: Connection, ids: Iterable[str]) -> dict[str, int]:
     """Number of edges of each node, both directions, every kind (missing: none). Read
     from mem_degree, which triggers keep equal to the count of mem_edges rows: counting
@@ -76,10 +86,9 @@ def degrees(conn: Connection, ids: Iterable[str]) -> dict[str, int]:
     counts: dict[str, int] = {}
     id_list = list(ids)
     for start in range(0, len(id_list), 500):
-        chunk = id_list[start : start + 500]
-        marks = ",".join("?" * len(chunk))
+        where, parameters = among(conn, "node_id", id_list[start : start + 500])
         for node_id, count in conn.execute(
-            f"SELECT node_id, degree FROM mem_degree WHERE node_id IN ({marks})", chunk
+            f"SELECT node_id, degree FROM mem_degree WHERE {where}", parameters
         ):
             counts[node_id] = count
     return counts
@@ -95,10 +104,11 @@ def reasons_of(
     import json  # only when a decision is shown
 
     found: dict[str, tuple[str | None, tuple[str, ...]]] = {}
+    where, parameters = among(conn, "id", ids)
     for node_id, rationale, rejected in conn.execute(
         "SELECT id, json_extract(data, '$.rationale'), json_extract(data, '$.rejected') "
-        f"FROM mem_nodes WHERE id IN ({','.join('?' * len(ids))}) AND why IS NOT NULL",
-        list(ids),
+        f"FROM mem_nodes WHERE {where} AND why IS NOT NULL",
+        parameters,
     ):
         alternatives = tuple(str(a) for a in json.loads(rejected)) if rejected else ()
         found[node_id] = (rationale, alternatives)
@@ -108,11 +118,10 @@ def reasons_of(
 def sessions_of(conn: Connection, ids: Sequence[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for start in range(0, len(ids), 500):
-        chunk = list(ids[start : start + 500])
+        where, parameters = among(conn, "src", ids[start : start + 500])
         for src, dst in conn.execute(
-            f"SELECT src, dst FROM mem_edges WHERE kind = 'OCCURRED_IN' AND src IN "
-            f"({','.join('?' * len(chunk))})",
-            chunk,
+            f"SELECT src, dst FROM mem_edges WHERE kind = 'OCCURRED_IN' AND {where}",
+            parameters,
         ):
             found[src] = dst
     return found

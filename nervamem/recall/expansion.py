@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..storage.engine import Connection
-from .candidates import NODE_COLUMNS, Candidate, NodeRow, degrees
+from ..storage.engine import POSTGRESQL, Connection, dialect_of
+from .candidates import NODE_COLUMNS, Candidate, NodeRow, among, degrees
 from .mask import KnownAt, mask_sql
 
 EXPANSION_DECAY = 0.6
@@ -73,8 +73,7 @@ def expand(
     mask, mask_params = mask_sql(as_of)
     for _ in range(hops):
         inherited: dict[str, float] = {}
-        around = neighbours(conn, [parent.id for parent in frontier])
-        causal = causal_pairs(conn, [parent.id for parent in frontier])
+        around, causal = edges_of(conn, [parent.id for parent in frontier])
         for parent in frontier:
             for neighbour in around[parent.id]:
                 is_causal = (parent.id, neighbour) in causal
@@ -97,6 +96,19 @@ def expand(
         frontier.sort(key=lambda c: -c.relevance)
         frontier = frontier[:width]
     return result
+
+
+def edges_of(
+    conn: Connection, ids: Sequence[str]
+) -> tuple[dict[str, list[str]], set[tuple[str, str]]]:
+    """:func:`neighbours` and :func:`causal_pairs` of a frontier. On PostgreSQL one
+    statement does both (expansion_postgres.py): a round trip costs there what a
+    statement costs here."""
+    if dialect_of(conn) == POSTGRESQL:
+        from .expansion_postgres import frontier_edges
+
+        return frontier_edges(conn, ids)
+    return neighbours(conn, ids), causal_pairs(conn, ids)
 
 
 def causal_pairs(conn: Connection, ids: Sequence[str]) -> set[tuple[str, str]]:
@@ -157,12 +169,11 @@ def _fetch_masked(
 ) -> list[NodeRow]:
     rows: list[NodeRow] = []
     for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
+        where, parameters = among(conn, "n.id", ids[start : start + 500])
         # '+n.namespace': look the IDs up by the id index. Without the '+', SQLite picks
         # mem_nodes_ns_kind for a long IN list and scans the whole namespace.
         rows += conn.execute(
-            f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.id IN "
-            f"({','.join('?' * len(chunk))}) AND +n.namespace = ? AND {mask}",
-            [*chunk, namespace, *mask_params],
+            f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE {where} AND +n.namespace = ? AND {mask}",
+            [*parameters, namespace, *mask_params],
         ).fetchall()
     return rows

@@ -8,8 +8,9 @@ a session's rows are read by a few primary keys per hit, never the whole session
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from ..storage.engine import Connection
+from ..storage.engine import POSTGRESQL, Connection, dialect_of
 from .candidates import NODE_COLUMNS, Candidate, NodeRow, sessions_of
 from .mask import KnownAt, mask_sql
 from .questions import QUESTION_SHARE, asks
@@ -73,28 +74,7 @@ def session_context(
     seeds = sorted(found.values(), key=lambda c: -c.relevance)[:CONTEXT_SEEDS]
     if not seeds:
         return found
-    # Only a seed in a session has context: the windows of the others are not read (a
-    # store written without sessions reads none).
-    session_of = sessions_of(conn, [c.id for c in seeds])
-    wanted = sorted(
-        {
-            c.seq + d
-            for c in seeds
-            if c.id in session_of
-            for d in range(-CONTEXT_SPAN, CONTEXT_SPAN + 1)
-        }
-    )
-    mask, mask_params = mask_sql(as_of)
-    rows = (
-        conn.execute(
-            f"SELECT {NODE_COLUMNS}, e.dst FROM mem_nodes n JOIN mem_edges e "
-            "ON e.src = n.id AND e.kind = 'OCCURRED_IN' "
-            f"WHERE n.seq IN ({','.join('?' * len(wanted))}) AND +n.namespace = ? AND {mask}",
-            [*wanted, namespace, *mask_params],
-        ).fetchall()
-        if wanted
-        else []
-    )
+    session_of, rows = _windows(conn, namespace, seeds, as_of)
     by_session: dict[str, list[NodeRow]] = {}
     for row in rows:
         by_session.setdefault(row[-1], []).append(row[:-1])
@@ -146,3 +126,50 @@ def session_context(
     for candidate in result.values():
         candidate.relevance = max(candidate.relevance / best, 1e-6)
     return result
+
+
+_WINDOW_ROWS = (
+    f"SELECT {NODE_COLUMNS}, e.dst FROM mem_nodes n JOIN mem_edges e "
+    "ON e.src = n.id AND e.kind = 'OCCURRED_IN' WHERE n.seq {seqs} "
+    "AND +n.namespace = ? AND {mask}"
+)
+# PostgreSQL: the seeds' sessions and their windows in one statement (one round trip
+# instead of two): the seqs around each seed that has an OCCURRED_IN edge.
+_SEEDS_IN_SESSIONS = (
+    "IN (SELECT s.seq + d.d FROM unnest(?::text[], ?::bigint[]) AS s(id, seq) "
+    "JOIN mem_edges se ON se.src = s.id AND se.kind = 'OCCURRED_IN' "
+    f"CROSS JOIN generate_series({-CONTEXT_SPAN}, {CONTEXT_SPAN}) AS d(d))"
+)
+
+
+def _windows(
+    conn: Connection, namespace: str, seeds: list[Candidate], as_of: str | KnownAt | None
+) -> tuple[dict[str, str], list[Any]]:
+    """The session of each seed in one, and the rows (with their session) up to
+    CONTEXT_SPAN places of seq around those seeds. Only a seed in a session has
+    context: the windows of the others are not read (a store written without sessions
+    reads none). A seed passed the same mask, so it is among its window's rows."""
+    mask, mask_params = mask_sql(as_of)
+    if dialect_of(conn) == POSTGRESQL:
+        rows = conn.execute(
+            _WINDOW_ROWS.format(seqs=_SEEDS_IN_SESSIONS, mask=mask),
+            [[c.id for c in seeds], [c.seq for c in seeds], namespace, *mask_params],
+        ).fetchall()
+        ids = {c.id for c in seeds}
+        return {row[0]: row[-1] for row in rows if row[0] in ids}, rows
+    session_of = sessions_of(conn, [c.id for c in seeds])
+    wanted = sorted(
+        {
+            c.seq + d
+            for c in seeds
+            if c.id in session_of
+            for d in range(-CONTEXT_SPAN, CONTEXT_SPAN + 1)
+        }
+    )
+    if not wanted:
+        return session_of, []
+    seqs = f"IN ({','.join('?' * len(wanted))})"
+    rows = conn.execute(
+        _WINDOW_ROWS.format(seqs=seqs, mask=mask), [*wanted, namespace, *mask_params]
+    ).fetchall()
+    return session_of, rows
