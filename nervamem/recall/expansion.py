@@ -73,7 +73,9 @@ def expand(
     mask, mask_params = mask_sql(as_of)
     for _ in range(hops):
         inherited: dict[str, float] = {}
-        around, causal = edges_of(conn, [parent.id for parent in frontier])
+        around, causal, rows_of = edges_of(
+            conn, [parent.id for parent in frontier], namespace, mask, mask_params
+        )
         for parent in frontier:
             for neighbour in around[parent.id]:
                 is_causal = (parent.id, neighbour) in causal
@@ -88,7 +90,11 @@ def expand(
         if not inherited:
             break
         frontier = []
-        for row in _fetch_masked(conn, namespace, list(inherited), mask, mask_params):
+        if rows_of is None:
+            rows = _fetch_masked(conn, namespace, list(inherited), mask, mask_params)
+        else:  # read with the edges, in the order of the IN list's read by ID
+            rows = [rows_of[node_id] for node_id in sorted(inherited) if node_id in rows_of]
+        for row in rows:
             candidate = Candidate(*row, relevance=inherited[row[0]], via="expansion")
             frontier.append(candidate)
             if not kinds or candidate.kind in kinds:
@@ -99,16 +105,17 @@ def expand(
 
 
 def edges_of(
-    conn: Connection, ids: Sequence[str]
-) -> tuple[dict[str, list[str]], set[tuple[str, str]]]:
-    """:func:`neighbours` and :func:`causal_pairs` of a frontier. On PostgreSQL one
-    statement does both (expansion_postgres.py): a round trip costs there what a
-    statement costs here."""
+    conn: Connection, ids: Sequence[str], namespace: str, mask: str, mask_params: list[str]
+) -> tuple[dict[str, list[str]], set[tuple[str, str]], dict[str, NodeRow] | None]:
+    """:func:`neighbours` and :func:`causal_pairs` of a frontier, and on PostgreSQL the
+    neighbours' rows that the mask admits: there one statement does it all
+    (expansion_postgres.py), as a round trip costs more than the statement. None: read
+    the rows with _fetch_masked."""
     if dialect_of(conn) == POSTGRESQL:
         from .expansion_postgres import frontier_edges
 
-        return frontier_edges(conn, ids)
-    return neighbours(conn, ids), causal_pairs(conn, ids)
+        return frontier_edges(conn, ids, namespace, mask, mask_params)
+    return neighbours(conn, ids), causal_pairs(conn, ids), None
 
 
 def causal_pairs(conn: Connection, ids: Sequence[str]) -> set[tuple[str, str]]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..storage.engine import Connection
+from .candidates import NODE_COLUMNS, NodeRow
 from .expansion import CAUSAL_EDGES, EXPANSION_EDGES, EXPANSION_FANOUT
 
 _BRANCHES = " UNION ALL ".join(
@@ -30,26 +31,35 @@ _BRANCHES = " UNION ALL ".join(
     for kind in EXPANSION_EDGES
     for near, far in (("src", "dst"), ("dst", "src"))
 )
+# With each neighbour, its row if the mask and the namespace admit it (expansion.py's
+# _fetch_masked, in the same round trip).
 FRONTIER_SQL = (
-    "SELECT s.id, x.far, x.causal FROM unnest(?::text[]) AS s(id) CROSS JOIN LATERAL "
-    f"(SELECT b.far, bool_or(b.causal) AS causal FROM ({_BRANCHES}) AS b "
-    f"GROUP BY b.far ORDER BY b.far DESC LIMIT {EXPANSION_FANOUT}) AS x"
+    f"SELECT s.id, x.far, x.causal, {NODE_COLUMNS} FROM unnest(?::text[]) AS s(id) "
+    f"CROSS JOIN LATERAL (SELECT b.far, bool_or(b.causal) AS causal FROM ({_BRANCHES}) AS b "
+    f"GROUP BY b.far ORDER BY b.far DESC LIMIT {EXPANSION_FANOUT}) AS x "
+    "LEFT JOIN mem_nodes n ON n.id = x.far AND n.namespace = ? AND {mask}"
 )
 
 
 def frontier_edges(
-    conn: Connection, ids: Sequence[str]
-) -> tuple[dict[str, list[str]], set[tuple[str, str]]]:
-    """expansion.neighbours and the causal pairs among them, in one round trip."""
+    conn: Connection, ids: Sequence[str], namespace: str, mask: str, mask_params: list[str]
+) -> tuple[dict[str, list[str]], set[tuple[str, str]], dict[str, NodeRow]]:
+    """expansion.neighbours, the causal pairs among them, and the neighbours' rows that
+    the mask admits (``mask``: SQL on the alias ``n``), in one round trip."""
     around: dict[str, list[str]] = {node_id: [] for node_id in ids}
     causal: set[tuple[str, str]] = set()
+    rows: dict[str, NodeRow] = {}
     unique = list(dict.fromkeys(ids))
     if not unique:
-        return around, causal
-    for node_id, far, is_causal in conn.execute(FRONTIER_SQL, [unique]):
+        return around, causal, rows
+    for node_id, far, is_causal, *row in conn.execute(
+        FRONTIER_SQL.format(mask=mask), [unique, namespace, *mask_params]
+    ):
         around[node_id].append(far)
         if is_causal:
             causal.add((node_id, far))
+        if row[0] is not None:
+            rows[far] = tuple(row)
     for near in around.values():
         near.sort(reverse=True)  # newest first, as expansion.neighbours returns them
-    return around, causal
+    return around, causal, rows
