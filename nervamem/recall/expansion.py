@@ -112,9 +112,10 @@ def edges_of(
     (expansion_postgres.py), as a round trip costs more than the statement. None: read
     the rows with _fetch_masked."""
     if dialect_of(conn) == POSTGRESQL:
-        from .expansion_postgres import frontier_edges
+        from .expansion_postgres import frontier_edges, frontier_sql
 
-        return frontier_edges(conn, ids, namespace, mask, mask_params)
+        sql = frontier_sql(EXPANSION_EDGES, CAUSAL_EDGES, EXPANSION_FANOUT)
+        return frontier_edges(conn, sql, ids, namespace, mask, mask_params)
     return neighbours(conn, ids), causal_pairs(conn, ids), None
 
 

@@ -19,33 +19,44 @@ causal edge to it that causal_pairs would.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from ..storage.engine import Connection
 from .candidates import NODE_COLUMNS, NodeRow
-from .expansion import CAUSAL_EDGES, EXPANSION_EDGES, EXPANSION_FANOUT
 
-_BRANCHES = " UNION ALL ".join(
-    f"(SELECT {far} AS far, {'true' if kind in CAUSAL_EDGES else 'false'} AS causal "
-    f"FROM mem_edges WHERE {near} = s.id AND kind = '{kind}' "
-    f"ORDER BY {far} DESC LIMIT {EXPANSION_FANOUT})"
-    for kind in EXPANSION_EDGES
-    for near, far in (("src", "dst"), ("dst", "src"))
-)
-# With each neighbour, its row if the mask and the namespace admit it (expansion.py's
-# _fetch_masked, in the same round trip).
-FRONTIER_SQL = (
-    f"SELECT s.id, x.far, x.causal, {NODE_COLUMNS} FROM unnest(?::text[]) AS s(id) "
-    f"CROSS JOIN LATERAL (SELECT b.far, bool_or(b.causal) AS causal FROM ({_BRANCHES}) AS b "
-    f"GROUP BY b.far ORDER BY b.far DESC LIMIT {EXPANSION_FANOUT}) AS x "
-    "LEFT JOIN mem_nodes n ON n.id = x.far AND n.namespace = ? AND {mask}"
-)
+
+@lru_cache(maxsize=4)
+def frontier_sql(edges: tuple[str, ...], causal_edges: tuple[str, ...], fanout: int) -> str:
+    """The statement, for expansion.py's edge kinds and fanout (passed in: this module
+    is expansion's helper, so it does not import it). With each neighbour, its row if
+    the mask and the namespace admit it (expansion.py's _fetch_masked, in the same
+    round trip); ``{mask}`` is left for the mask's SQL."""
+    branches = " UNION ALL ".join(
+        f"(SELECT {far} AS far, {'true' if kind in causal_edges else 'false'} AS causal "
+        f"FROM mem_edges WHERE {near} = s.id AND kind = '{kind}' "
+        f"ORDER BY {far} DESC LIMIT {fanout})"
+        for kind in edges
+        for near, far in (("src", "dst"), ("dst", "src"))
+    )
+    return (
+        f"SELECT s.id, x.far, x.causal, {NODE_COLUMNS} FROM unnest(?::text[]) AS s(id) "
+        f"CROSS JOIN LATERAL (SELECT b.far, bool_or(b.causal) AS causal FROM ({branches}) "
+        f"AS b GROUP BY b.far ORDER BY b.far DESC LIMIT {fanout}) AS x "
+        "LEFT JOIN mem_nodes n ON n.id = x.far AND n.namespace = ? AND {mask}"
+    )
 
 
 def frontier_edges(
-    conn: Connection, ids: Sequence[str], namespace: str, mask: str, mask_params: list[str]
+    conn: Connection,
+    sql: str,
+    ids: Sequence[str],
+    namespace: str,
+    mask: str,
+    mask_params: list[str],
 ) -> tuple[dict[str, list[str]], set[tuple[str, str]], dict[str, NodeRow]]:
     """expansion.neighbours, the causal pairs among them, and the neighbours' rows that
-    the mask admits (``mask``: SQL on the alias ``n``), in one round trip."""
+    the mask admits (``mask``: SQL on the alias ``n``), in one round trip (``sql``:
+    :func:`frontier_sql`)."""
     around: dict[str, list[str]] = {node_id: [] for node_id in ids}
     causal: set[tuple[str, str]] = set()
     rows: dict[str, NodeRow] = {}
@@ -53,7 +64,7 @@ def frontier_edges(
     if not unique:
         return around, causal, rows
     for node_id, far, is_causal, *row in conn.execute(
-        FRONTIER_SQL.format(mask=mask), [unique, namespace, *mask_params]
+        sql.format(mask=mask), [unique, namespace, *mask_params]
     ):
         around[node_id].append(far)
         if is_causal:
