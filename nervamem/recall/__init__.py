@@ -11,6 +11,7 @@ it in this list; none imports the CLI or a renderer):
     search.py           FTS5 term lookups and the prefix stage: the hits
     questions.py        a memory that asks is answered by the one after it
     session_context.py  what was recorded next to a hit in its session
+    expansion_postgres.py  expansion's edge and row reads on PostgreSQL, one statement a hop
     expansion.py        graph neighbours of the best candidates
     sessions_rank.py    a session node ranks below the memories found
     scoring.py          relevance x recency x frequency x connectivity; the top k
