@@ -303,6 +303,10 @@ class _Writer:
         self.default_namespace: str | None = None
         self.sessions: dict[tuple[str | None, str], str | None] = {}
         self.entities: dict[tuple[str, str], str] = {}
+        # For forget_entities (PostgreSQL): each resolved name's lookup forms, and the
+        # names by the rough key of a form (None: forms that may equal anything).
+        self.entity_forms: dict[tuple[str, str], list[str]] = {}
+        self.names_by_rough: dict[str | None, set[tuple[str, str]]] = {}
         self.bridge = graph_path_beside(storage.path).is_file()
         self.anchoring: dict[str, AnchorReport] = {}
 
@@ -403,7 +407,7 @@ class _Writer:
         if clean:
             existing = entity_rules.find_entity(storage.connection, namespace, clean)
             if existing:
-                self.entities[key] = existing
+                self.remember(key, existing)
                 return existing
         # A new entity, written at once, with
         # the seq it would get after the buffered nodes; its aliases may take over
@@ -418,20 +422,77 @@ class _Writer:
             "confidence, data) VALUES (?, ?, 'entity', ?, ?, ?, ?, 1.0, '{}')",
             (self.pending.seq(), entity_id, clean, namespace, start, self.now),
         )
-        for alias in entity_rules.alias_forms(clean):
+        sqlite = dialect_of(conn) == SQLITE
+        aliases = entity_rules.alias_forms(clean)
+        robbed: set[str] = set()
+        for alias in aliases:
             # A tombstoned entity may still own the alias: the live one takes it over.
             # Deleted and inserted, as SQLite's INSERT OR REPLACE did: a shared store's
             # event log captures inserted aliases (event_log.py), not updated ones.
-            conn.execute(
-                "DELETE FROM mem_aliases WHERE namespace = ? AND alias = ?", (namespace, alias)
+            deleted = conn.execute(
+                "DELETE FROM mem_aliases WHERE namespace = ? AND alias = ?"
+                + ("" if sqlite else " RETURNING entity_id"),
+                (namespace, alias),
             )
+            if not sqlite:
+                robbed.update(str(row[0]) for row in deleted.fetchall())
             conn.execute(
                 "INSERT INTO mem_aliases (namespace, alias, entity_id) VALUES (?,?,?)",
                 (namespace, alias, entity_id),
             )
-        self.entities.clear()
-        self.entities[key] = entity_id
+        if sqlite:
+            self.entities.clear()  # lookups are in-process: asking again costs little
+        else:
+            self.forget_entities(namespace, aliases, robbed)
+        self.remember(key, entity_id)
         return entity_id
+
+    def remember(self, key: tuple[str, str], entity_id: str) -> None:
+        self.entities[key] = entity_id
+        if key in self.entity_forms or dialect_of(self.storage.connection) == SQLITE:
+            return
+        from . import entities as entity_rules
+
+        forms = self.entity_forms[key] = entity_rules.lookup_forms(" ".join(key[0].split()))
+        for form in forms:
+            self.names_by_rough.setdefault(_rough_key(form), set()).add(key)
+
+    def forget_entities(self, namespace: str, aliases: list[str], robbed: set[str]) -> None:
+        """After a new entity took ``aliases`` (from the entities in ``robbed``): forget
+        the names resolved earlier that may now resolve otherwise; on PostgreSQL, where
+        asking again for every name costs a round trip each (~2,700 at a 10k import).
+        Those are the names that resolved to a robbed entity, and those one of whose
+        lookup forms equals a new alias under the alias column's collation (then an
+        earlier lookup step may now find the new entity). Names in other namespaces keep
+        their entity, and so does a name found by phrase: the new entity comes after it
+        in seq order. Python cannot apply ICU's rules, so it only picks the names that
+        may be equal (_rough_key) and the server compares those."""
+        wanted = {_rough_key(alias) for alias in aliases}
+        if None in wanted:
+            near = set(self.entities)
+        else:
+            near = set(self.names_by_rough.get(None, ()))
+            for rough in wanted:
+                near.update(self.names_by_rough.get(rough, ()))
+        keys = [key for key in near if key[1] == namespace and key in self.entities]
+        stale = (
+            {key for key, found in self.entities.items() if found in robbed} if robbed else set()
+        )
+        forms = [
+            (form, index)
+            for index, key in enumerate(keys)
+            if key not in stale
+            for form in self.entity_forms[key]
+        ]
+        if forms:
+            rows = self.storage.connection.execute(
+                "SELECT DISTINCT c.k FROM unnest(?::text[], ?::bigint[]) AS c(form, k) "
+                "WHERE c.form COLLATE nervamem_nocase = ANY (?::text[])",
+                ([form for form, _ in forms], [index for _, index in forms], aliases),
+            ).fetchall()
+            stale.update(keys[int(row[0])] for row in rows)
+        for key in stale:
+            del self.entities[key]
 
     def add(self, memory: NewMemory) -> str:
         pending = self.pending
@@ -530,6 +591,20 @@ class _Writer:
                 self.anchoring[node_id] = report
             pending.next_seq = None  # it writes edges only, but ask the table again
         return node_id
+
+
+def _rough_key(text: str) -> str | None:
+    """A key equal for any two texts that PostgreSQL's case-insensitive alias collation
+    (ICU, strength 2) may call equal: the letters and digits of the compatibility
+    decomposition, lower-cased, for a text that decomposes to ASCII (where that
+    collation tells nothing but case and ignorable control characters apart); None,
+    "may equal anything", for any other text."""
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFKD", text)
+    if not decomposed.isascii():
+        return None
+    return "".join(ch for ch in decomposed.lower() if ch.isalnum())
 
 
 def valid_from_text(
