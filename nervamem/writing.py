@@ -216,18 +216,25 @@ def _insert_unnest(
     arrays = [list(column) for column in zip(*rows, strict=True)]
     if len(arrays) != columns:
         raise ValueError(f"rows of {len(arrays)} values for {columns} columns")
-    casts = ", ".join(f"?::{_array_type(values)}" for values in arrays)
-    conn.execute(f"{head[: -len('VALUES ')]}SELECT * FROM unnest({casts}){tail}", arrays)
+    typed = [_typed_array(values) for values in arrays]
+    casts = ", ".join(f"?::{cast}" for cast, _ in typed)
+    conn.execute(
+        f"{head[: -len('VALUES ')]}SELECT * FROM unnest({casts}){tail}",
+        [values for _, values in typed],
+    )
 
 
-def _array_type(values: list[Any]) -> str:
-    """The PostgreSQL array type of a column of values: bigint[], float8[] or text[]."""
-    sample = next((value for value in values if value is not None), None)
-    if isinstance(sample, int):  # bool too
-        return "bigint[]"
-    if isinstance(sample, float):
-        return "float8[]"
-    return "text[]"
+def _typed_array(values: list[Any]) -> tuple[str, list[Any]]:
+    """A column of values as one PostgreSQL array: bigint[] of whole numbers, float8[]
+    when a number is not whole (a confidence of 1 beside 0.5 in an import's events),
+    else text[]; each value converted to the array's type (psycopg dumps a list by
+    its elements' Python type)."""
+    numbers = [value for value in values if isinstance(value, (int, float))]
+    if not numbers or len(numbers) != sum(value is not None for value in values):
+        return "text[]", values
+    if all(isinstance(value, int) for value in numbers):
+        return "bigint[]", [None if value is None else int(value) for value in values]
+    return "float8[]", [None if value is None else float(value) for value in values]
 
 
 _EDGE_KEY = itemgetter(0, 2, 1)  # (src, dst, kind, ...) -> mem_edges PRIMARY KEY (src, kind, dst)

@@ -105,3 +105,40 @@ def test_a_name_resolved_earlier_in_the_call_follows_a_new_entity_s_alias(
     first, second, third = (_about(store, node_id) for node_id in ids)
     assert first != second
     assert third == second == _about(store, later[0])
+
+
+def test_insert_rows_takes_whole_and_fractional_numbers_in_one_column(store: MemoryStore) -> None:
+    """An import's events may give a confidence as 1 beside 0.5 (JSON keeps no type):
+    on PostgreSQL the column is one float8[] array, not a bigint[] that 0.5 breaks."""
+    from nervamem.writing import insert_rows, max_variables
+
+    conn = store.connection
+    rows = [
+        (
+            f"f_{n:029x}",
+            "fact",
+            f"row {n}",
+            "default",
+            "2026-01-01T00:00:00.000Z",
+            "2026-01-01T00:00:00.000Z",
+            confidence,
+        )
+        for n, confidence in enumerate([1, 0.5, 0])
+    ]
+    with store.batch():
+        insert_rows(
+            conn,
+            "INSERT INTO mem_nodes (id, kind, content, namespace, valid_from, recorded_at, "
+            "confidence) VALUES ",
+            rows,
+            7,
+            max_variables(conn),
+        )
+    found = conn.execute(
+        "SELECT content, confidence FROM mem_nodes WHERE content LIKE 'row %' ORDER BY content"
+    ).fetchall()
+    assert [(str(c), float(v)) for c, v in found] == [
+        ("row 0", 1.0),
+        ("row 1", 0.5),
+        ("row 2", 0.0),
+    ]
