@@ -67,14 +67,18 @@ def words(name: str) -> list[str]:
     return _WORD.findall(camel_to_snake(name))
 
 
+def lookup_forms(name: str) -> list[str]:
+    """The aliases find_entity looks ``name`` up by, in order, without blanks or
+    duplicates. The stripped form last: it finds entities of older stores by the alias
+    they have."""
+    forms = (name.strip(), camel_to_snake(name), folded(name), stripped(name))
+    return [form for form in dict.fromkeys(forms) if form]
+
+
 def find_entity(conn: Connection, namespace: str, name: str) -> str | None:
     """Return the ID of the live entity that ``name`` denotes, or None."""
     key = folded(name)
-    # The stripped form last: it finds entities of older stores by the alias they have.
-    candidates = (name.strip(), camel_to_snake(name), key, stripped(name))
-    for candidate in dict.fromkeys(candidates):
-        if not candidate:
-            continue
+    for candidate in lookup_forms(name):
         row = conn.execute(
             "SELECT a.entity_id, n.content FROM mem_aliases a "
             "JOIN mem_nodes n ON n.id = a.entity_id "

@@ -55,12 +55,19 @@ _EDGE_COLUMNS = 5
 _MAX_ROWS = 4096
 _DEFAULT_VARIABLES = 999
 BULK_CACHE_KIB = 262_144
-# The superseding checks of supersedable() in one statement, for a full ID.
+# The superseding checks of supersedable() in one statement, for a full ID (the
+# namespace compared in Python, as for _BY_ID).
 _SUPERSEDABLE = (
     "SELECT n.kind, n.valid_from, n.tombstoned, (SELECT e.src FROM mem_edges e "
     "JOIN mem_nodes s ON s.id = e.src WHERE e.dst = n.id AND e.kind = 'SUPERSEDES' "
-    "AND s.tombstoned = 0 LIMIT 1) FROM mem_nodes n WHERE n.id = ? AND n.namespace = ?"
+    "AND s.tombstoned = 0 LIMIT 1), n.namespace FROM mem_nodes n WHERE n.id = ?"
 )
+# A node's kind and namespace by its full ID. The namespace is compared in Python, not
+# in SQL: PostgreSQL plans a prepared "id = $1 AND namespace = $2" once, generically,
+# and on a table that was nearly empty then (a fresh store's bulk load) it picks the
+# namespace index, ties being equal, and filters every node of the namespace (2-5 ms a
+# lookup at 5k nodes instead of 0.1). Without the namespace only the id index applies.
+_BY_ID = "SELECT kind, namespace FROM mem_nodes WHERE id = ?"
 
 
 # The data key of an end of validity stated when the memory was stored; valid_until is
@@ -183,12 +190,51 @@ def insert_rows(
     tail: str = "",
 ) -> None:
     """Multi-row INSERTs of as many rows as the connection's parameter limit allows
-    (store_many and an import of events: the FTS trigger flushes once per statement)."""
+    (store_many and an import of events: the FTS trigger flushes once per statement).
+    On PostgreSQL, one INSERT ... SELECT FROM unnest(arrays) instead (_insert_unnest)."""
+    if not rows:
+        return
+    if dialect_of(conn) != SQLITE:
+        _insert_unnest(conn, head, rows, columns, tail)
+        return
     most = max(1, min(_MAX_ROWS, variables // columns))
     marks = "(" + ",".join(["?"] * columns) + ")"
     for start in range(0, len(rows), most):
         chunk = rows[start : start + most]
         conn.execute(head + ",".join([marks] * len(chunk)) + tail, list(chain.from_iterable(chunk)))
+
+
+def _insert_unnest(
+    conn: Connection, head: str, rows: Sequence[tuple[Any, ...]], columns: int, tail: str
+) -> None:
+    """All rows in one statement of ``columns`` array parameters, one per column: a
+    multi-row VALUES of 4,096 rows is 36,000 parameters that psycopg scans and the
+    server parses and types one by one (~1 s a statement, most of a bulk load's time);
+    arrays are a few parameters, whatever the number of rows, and one round trip. The
+    rows land in the same order, with the same ON CONFLICT handling."""
+    assert head.endswith("VALUES "), head
+    arrays = [list(column) for column in zip(*rows, strict=True)]
+    if len(arrays) != columns:
+        raise ValueError(f"rows of {len(arrays)} values for {columns} columns")
+    typed = [_typed_array(values) for values in arrays]
+    casts = ", ".join(f"?::{cast}" for cast, _ in typed)
+    conn.execute(
+        f"{head[: -len('VALUES ')]}SELECT * FROM unnest({casts}){tail}",
+        [values for _, values in typed],
+    )
+
+
+def _typed_array(values: list[Any]) -> tuple[str, list[Any]]:
+    """A column of values as one PostgreSQL array: bigint[] of whole numbers, float8[]
+    when a number is not whole (a confidence of 1 beside 0.5 in an import's events),
+    else text[]; each value converted to the array's type (psycopg dumps a list by
+    its elements' Python type)."""
+    numbers = [value for value in values if isinstance(value, (int, float))]
+    if not numbers or len(numbers) != sum(value is not None for value in values):
+        return "text[]", values
+    if all(isinstance(value, int) for value in numbers):
+        return "bigint[]", [None if value is None else int(value) for value in values]
+    return "float8[]", [None if value is None else float(value) for value in values]
 
 
 _EDGE_KEY = itemgetter(0, 2, 1)  # (src, dst, kind, ...) -> mem_edges PRIMARY KEY (src, kind, dst)
@@ -264,6 +310,10 @@ class _Writer:
         self.default_namespace: str | None = None
         self.sessions: dict[tuple[str | None, str], str | None] = {}
         self.entities: dict[tuple[str, str], str] = {}
+        # For forget_entities (PostgreSQL): each resolved name's lookup forms, and the
+        # names by the rough key of a form (None: forms that may equal anything).
+        self.entity_forms: dict[tuple[str, str], list[str]] = {}
+        self.names_by_rough: dict[str | None, set[tuple[str, str]]] = {}
         self.bridge = graph_path_beside(storage.path).is_file()
         self.anchoring: dict[str, AnchorReport] = {}
 
@@ -317,8 +367,8 @@ class _Writer:
         if ref not in self.pending.known and ID_PATTERN.match(ref):
             # A full ID of a written node: resolve_id, get and the superseder lookup of
             # supersedable() in one statement. No row: the usual path raises.
-            row = self.storage.connection.execute(_SUPERSEDABLE, (ref, namespace)).fetchone()
-            if row is not None:
+            row = self.storage.connection.execute(_SUPERSEDABLE, (ref,)).fetchone()
+            if row is not None and row[4] == namespace:
                 check_supersedable(ref, row[0], row[1], bool(row[2]), row[3], start)
                 if ref in self.pending.superseded_by:
                     check_supersedable(ref, "", "", False, self.pending.superseded_by[ref], start)
@@ -341,11 +391,8 @@ class _Writer:
         if key not in self.sessions:
             if explicit and ID_PATTERN.match(explicit) and explicit not in self.pending.known:
                 # A full ID: session_for_write's lookups in one statement.
-                row = self.storage.connection.execute(
-                    "SELECT kind FROM mem_nodes WHERE id = ? AND namespace = ?",
-                    (explicit, namespace),
-                ).fetchone()
-                if row is not None:
+                row = self.storage.connection.execute(_BY_ID, (explicit,)).fetchone()
+                if row is not None and row[1] == namespace:
                     if row[0] != "session":
                         raise BadInputError(f"{explicit} is a {row[0]}, not a session")
                     self.sessions[key] = explicit
@@ -367,7 +414,7 @@ class _Writer:
         if clean:
             existing = entity_rules.find_entity(storage.connection, namespace, clean)
             if existing:
-                self.entities[key] = existing
+                self.remember(key, existing)
                 return existing
         # A new entity, written at once, with
         # the seq it would get after the buffered nodes; its aliases may take over
@@ -382,20 +429,77 @@ class _Writer:
             "confidence, data) VALUES (?, ?, 'entity', ?, ?, ?, ?, 1.0, '{}')",
             (self.pending.seq(), entity_id, clean, namespace, start, self.now),
         )
-        for alias in entity_rules.alias_forms(clean):
+        sqlite = dialect_of(conn) == SQLITE
+        aliases = entity_rules.alias_forms(clean)
+        robbed: set[str] = set()
+        for alias in aliases:
             # A tombstoned entity may still own the alias: the live one takes it over.
             # Deleted and inserted, as SQLite's INSERT OR REPLACE did: a shared store's
             # event log captures inserted aliases (event_log.py), not updated ones.
-            conn.execute(
-                "DELETE FROM mem_aliases WHERE namespace = ? AND alias = ?", (namespace, alias)
+            deleted = conn.execute(
+                "DELETE FROM mem_aliases WHERE namespace = ? AND alias = ?"
+                + ("" if sqlite else " RETURNING entity_id"),
+                (namespace, alias),
             )
+            if not sqlite:
+                robbed.update(str(row[0]) for row in deleted.fetchall())
             conn.execute(
                 "INSERT INTO mem_aliases (namespace, alias, entity_id) VALUES (?,?,?)",
                 (namespace, alias, entity_id),
             )
-        self.entities.clear()
-        self.entities[key] = entity_id
+        if sqlite:
+            self.entities.clear()  # lookups are in-process: asking again costs little
+        else:
+            self.forget_entities(namespace, aliases, robbed)
+        self.remember(key, entity_id)
         return entity_id
+
+    def remember(self, key: tuple[str, str], entity_id: str) -> None:
+        self.entities[key] = entity_id
+        if key in self.entity_forms or dialect_of(self.storage.connection) == SQLITE:
+            return
+        from . import entities as entity_rules
+
+        forms = self.entity_forms[key] = entity_rules.lookup_forms(" ".join(key[0].split()))
+        for form in forms:
+            self.names_by_rough.setdefault(_rough_key(form), set()).add(key)
+
+    def forget_entities(self, namespace: str, aliases: list[str], robbed: set[str]) -> None:
+        """After a new entity took ``aliases`` (from the entities in ``robbed``): forget
+        the names resolved earlier that may now resolve otherwise; on PostgreSQL, where
+        asking again for every name costs a round trip each (~2,700 at a 10k import).
+        Those are the names that resolved to a robbed entity, and those one of whose
+        lookup forms equals a new alias under the alias column's collation (then an
+        earlier lookup step may now find the new entity). Names in other namespaces keep
+        their entity, and so does a name found by phrase: the new entity comes after it
+        in seq order. Python cannot apply ICU's rules, so it only picks the names that
+        may be equal (_rough_key) and the server compares those."""
+        wanted = {_rough_key(alias) for alias in aliases}
+        if None in wanted:
+            near = set(self.entities)
+        else:
+            near = set(self.names_by_rough.get(None, ()))
+            for rough in wanted:
+                near.update(self.names_by_rough.get(rough, ()))
+        keys = [key for key in near if key[1] == namespace and key in self.entities]
+        stale = (
+            {key for key, found in self.entities.items() if found in robbed} if robbed else set()
+        )
+        forms = [
+            (form, index)
+            for index, key in enumerate(keys)
+            if key not in stale
+            for form in self.entity_forms[key]
+        ]
+        if forms:
+            rows = self.storage.connection.execute(
+                "SELECT DISTINCT c.k FROM unnest(?::text[], ?::bigint[]) AS c(form, k) "
+                "WHERE c.form COLLATE nervamem_nocase = ANY (?::text[])",
+                ([form for form, _ in forms], [index for _, index in forms], aliases),
+            ).fetchall()
+            stale.update(keys[int(row[0])] for row in rows)
+        for key in stale:
+            del self.entities[key]
 
     def add(self, memory: NewMemory) -> str:
         pending = self.pending
@@ -494,6 +598,20 @@ class _Writer:
                 self.anchoring[node_id] = report
             pending.next_seq = None  # it writes edges only, but ask the table again
         return node_id
+
+
+def _rough_key(text: str) -> str | None:
+    """A key equal for any two texts that PostgreSQL's case-insensitive alias collation
+    (ICU, strength 2) may call equal: the letters and digits of the compatibility
+    decomposition, lower-cased, for a text that decomposes to ASCII (where that
+    collation tells nothing but case and ignorable control characters apart); None,
+    "may equal anything", for any other text."""
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFKD", text)
+    if not decomposed.isascii():
+        return None
+    return "".join(ch for ch in decomposed.lower() if ch.isalnum())
 
 
 def valid_from_text(

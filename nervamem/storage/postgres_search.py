@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .tokenizer import tokens
@@ -124,30 +124,46 @@ def _terms_of(kind: str, content: str, data: str) -> list[str]:
 
 def _write(conn: Connection, nodes: Sequence[tuple[int, str, str, str]]) -> None:
     """Postings and lengths of ``nodes``, by COPY: several times faster than INSERT for
-    the ~25 postings of every memory."""
-    postings: list[tuple[str, int, int]] = []
-    docs: list[tuple[int, int, list[str]]] = []
+    the ~25 postings of every memory. The COPY text is made here, a line per row, and
+    sent in one piece: psycopg's write_row, a Python call per row and per array element,
+    took ~60 % of a bulk load's indexing (130k postings and 10k term arrays at 10k)."""
+    postings: list[str] = []
+    docs: list[str] = []
+    total = 0
     for seq, kind, content, data in nodes:
         found = _terms_of(kind, content, data)
         counts = Counter(found)
-        postings += [(term, seq, tf) for term, tf in counts.items()]
-        docs.append((seq, len(found), list(counts)))
+        total += len(found)
+        postings += [f"{_copy_field(term)}\t{seq}\t{tf}\n" for term, tf in counts.items()]
+        array = ",".join(_array_element(term) for term in counts)
+        docs.append(f"{seq}\t{len(found)}\t{_copy_field('{' + array + '}')}\n")
     if not docs:
         return
     _copy(conn, "COPY mem_search_terms (term, seq, tf) FROM STDIN", postings)
     _copy(conn, "COPY mem_search_docs (seq, length, terms) FROM STDIN", docs)
     conn.execute(
-        "UPDATE mem_search_totals SET rows = rows + ?, tokens = tokens + ?",
-        (len(docs), sum(length for _, length, _ in docs)),
+        "UPDATE mem_search_totals SET rows = rows + ?, tokens = tokens + ?", (len(docs), total)
     )
 
 
-def _copy(conn: Connection, statement: str, rows: Iterable[tuple[Any, ...]]) -> None:
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _copy_field(text: str) -> str:
+    """A text value as a field of COPY's text format."""
+    return text.translate(_COPY_ESCAPES)
+
+
+def _array_element(text: str) -> str:
+    """A text value as a quoted element of an array literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _copy(conn: Connection, statement: str, lines: list[str]) -> None:
     raw = conn.raw  # type: ignore[attr-defined]  # the engine's psycopg connection
     try:
         with raw.cursor().copy(statement) as copy:
-            for row in rows:
-                copy.write_row(row)
+            copy.write("".join(lines).encode("utf-8"))
     except Exception as exc:
         raise conn.storage.error_from(exc) from None  # type: ignore[attr-defined]
 
