@@ -90,21 +90,14 @@ def search(
     if not keys:
         return {}
     total = max(int(conn.execute("SELECT max(seq) FROM mem_nodes").fetchone()[0] or 0), 1)
-    postings: dict[str, set[int]] = {}
-    common: list[str] = []
+    found_rows: list[set[int] | None] = []
     for key in keys:
         rows = conn.execute(
             "SELECT rowid FROM mem_fts WHERE mem_fts MATCH ? LIMIT ?",
             (term_expression(key), COMMON_DF + 1),
         ).fetchall()
-        if len(rows) > COMMON_DF:
-            common.append(key)
-        elif rows:
-            postings[key] = {row[0] for row in rows}
-    idf = {key: inverse_document_frequency(total, len(rows)) for key, rows in postings.items()}
-    idf.update(
-        {key: inverse_document_frequency(total, max(COMMON_DF + 1, total // 10)) for key in common}
-    )
+        found_rows.append(None if len(rows) > COMMON_DF else {row[0] for row in rows})
+    postings, common, idf = weigh_keys(keys, found_rows, total)
     if postings:
         members = postings
     elif common:
@@ -131,6 +124,27 @@ def search(
         rare = [key for key in keys if key not in common]
         _prefix_stage(conn, namespace, rare, found, as_of=as_of, kinds=kinds, apply_mask=apply_mask)
     return found
+
+
+def weigh_keys(
+    keys: Sequence[str], found_rows: Sequence[set[int] | None], total: int
+) -> tuple[dict[str, set[int]], list[str], dict[str, float]]:
+    """Each key term's posting rows (None: more than COMMON_DF, so common) sorted into
+    the rare terms' postings, the common terms, and every term's IDF; a common term's
+    IDF is that of a term in a tenth of the store (its list was not read to the end).
+    Both engines' searches share it."""
+    postings: dict[str, set[int]] = {}
+    common: list[str] = []
+    for key, rows in zip(keys, found_rows, strict=True):
+        if rows is None:
+            common.append(key)
+        elif rows:
+            postings[key] = rows
+    idf = {key: inverse_document_frequency(total, len(rows)) for key, rows in postings.items()}
+    idf.update(
+        {key: inverse_document_frequency(total, max(COMMON_DF + 1, total // 10)) for key in common}
+    )
+    return postings, common, idf
 
 
 def _newest_common(

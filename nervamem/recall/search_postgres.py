@@ -36,8 +36,8 @@ from ..storage.tokenizer import tokens
 from .candidates import NODE_COLUMNS, Candidate, NodeRow
 from .irregular import past_forms
 from .mask import KnownAt, mask_sql
-from .relevance import date_spans, inverse_document_frequency, score_rows, term_weights
-from .search import COMMON_DF, PRE_LIMIT, PREFIX_LIMIT, PREFIX_SCAN, PREFIX_WEIGHT
+from .relevance import date_spans, score_rows, term_weights
+from .search import COMMON_DF, PRE_LIMIT, PREFIX_LIMIT, PREFIX_SCAN, PREFIX_WEIGHT, weigh_keys
 from .terms import content_terms, query_terms
 
 # FTS5's bm25() constants (fts5_aux.c).
@@ -62,17 +62,7 @@ def search(
         return {}
     filters = _filters(as_of, kinds, apply_mask)
     total, found_rows = _postings(conn, keys, COMMON_DF + 1)
-    postings: dict[str, set[int]] = {}
-    common: list[str] = []
-    for key, seqs in zip(keys, found_rows, strict=True):
-        if seqs is None:
-            common.append(key)
-        elif seqs:
-            postings[key] = seqs
-    idf = {key: inverse_document_frequency(total, len(rows)) for key, rows in postings.items()}
-    idf.update(
-        {key: inverse_document_frequency(total, max(COMMON_DF + 1, total // 10)) for key in common}
-    )
+    postings, common, idf = weigh_keys(keys, found_rows, total)
     if postings:
         members = postings
     elif common:
