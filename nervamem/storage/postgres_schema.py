@@ -63,16 +63,6 @@ END $$""",
     CREATE OPERATOR + (RIGHTARG = text, FUNCTION = nervamem_same);
 EXCEPTION WHEN duplicate_function THEN NULL;
 END $$""",
-    # Entity resolution's phrase match (entities.py): words stemmed as SQLite's porter
-    # tokenizer does, no stop words, and a GIN index over the entities' names.
-    """DO $$ BEGIN
-    CREATE TEXT SEARCH DICTIONARY nervamem_stem (TEMPLATE = snowball, language = english);
-    CREATE TEXT SEARCH CONFIGURATION nervamem_english (COPY = pg_catalog.simple);
-    ALTER TEXT SEARCH CONFIGURATION nervamem_english ALTER MAPPING FOR asciiword, word,
-        numword, asciihword, hword, numhword, hword_asciipart, hword_part, hword_numpart
-        WITH nervamem_stem;
-EXCEPTION WHEN duplicate_object THEN NULL;
-END $$""",
     f"""CREATE TABLE mem_nodes (
     seq           bigint  PRIMARY KEY,
     id            text    COLLATE "C" NOT NULL UNIQUE,
@@ -111,8 +101,6 @@ END $$""",
     "FOR EACH ROW EXECUTE FUNCTION mem_nodes_derived()",
     "CREATE INDEX mem_nodes_ns_kind ON mem_nodes (namespace, kind, valid_until)",
     "CREATE INDEX mem_nodes_id_random ON mem_nodes (right(id, 16))",
-    "CREATE INDEX mem_nodes_entity_words ON mem_nodes USING gin "
-    "(to_tsvector('nervamem_english'::regconfig, content)) WHERE kind = 'entity'",
     f"""CREATE TABLE mem_edges (
     src        text COLLATE "C" NOT NULL REFERENCES mem_nodes (id) ON DELETE CASCADE,
     dst        text COLLATE "C" NOT NULL REFERENCES mem_nodes (id) ON DELETE CASCADE,
