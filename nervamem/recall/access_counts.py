@@ -57,8 +57,7 @@ def count_accesses(storage: Storage, ids: list[str]) -> None:
         # makes it durable, and a power cut can at worst lose the count.
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("BEGIN IMMEDIATE")
-        # SQLite's Storage only (sqlite.py): this connection wrote outside a transaction().
-        setattr(storage, "bookkeeping", True)  # noqa: B010
+        storage.bookkeeping = True  # written outside a transaction(): see sqlite.close()
         conn.executemany(sql, rows)
         conn.execute("COMMIT")
     except sqlite3.Error:

@@ -30,6 +30,7 @@ class StorageBase:
         self._state: State | None = None
         # A state changed inside the transaction, written when it commits.
         self._state_pending = False
+        self.bookkeeping = False
 
     def read_state(self) -> State:
         """The state as the store holds it now."""

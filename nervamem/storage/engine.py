@@ -57,6 +57,10 @@ class Storage(Protocol):
     read_only: bool
     busy_timeout_ms: int
     events: EventLog | None
+    # This connection wrote bookkeeping (a recall's access counts) outside a
+    # transaction(); if that is all it wrote, SQLite's close() leaves it in the -wal for
+    # the next writer to checkpoint (sqlite.py).
+    bookkeeping: bool
 
     @property
     def connection(self) -> Connection: ...

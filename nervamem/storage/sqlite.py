@@ -84,10 +84,9 @@ class Storage(StorageBase):
             )
         self.busy_timeout_ms = busy_timeout_ms
         self.read_only = False
-        # What this connection wrote: ``wrote`` by a transaction(), ``bookkeeping`` by
-        # a recall's access counts (recall/access_counts.py). See close().
+        # Whether this connection wrote in a transaction() (and ``bookkeeping``, in StorageBase:
+        # a recall's access counts, recall/access_counts.py). See close().
         self.wrote = False
-        self.bookkeeping = False
         # Writers take turns in a queue (write_queue.py), made at the first write after
         # _open(): not while it migrates, so that a file that turns out to be another
         # program's database gets no lock files beside it.
