@@ -20,10 +20,10 @@ the query's form, not its words, decides.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from .candidates import Candidate
+from .terms import query_terms
 
 TOPIC_DECISION_WEIGHT = 2.5
 
@@ -37,7 +37,6 @@ _AUXILIARIES = frozenset(
         "has have had"
     ).split()
 )
-_WORD = re.compile(r"[^\W_]+")
 
 
 def names_a_topic(query: str) -> bool:
@@ -45,7 +44,7 @@ def names_a_topic(query: str) -> bool:
     its end, no question word, and no auxiliary verb first."""
     if query.rstrip().endswith(("?", "？")):
         return False
-    words = _WORD.findall(query.lower())
+    words = query_terms(query)
     if not words or words[0] in _AUXILIARIES:
         return False
     return not any(word in _INTERROGATIVES for word in words)
