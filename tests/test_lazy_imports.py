@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from nervamem import MemoryStore
 from nervamem.cli import app as whole_app
-from nervamem.cli import options, startup
+from nervamem.cli import options, root, startup
 from nervamem.code.languages import GRAMMAR_MODULES
 from tests.conftest import CountingRandom, FakeClock
 
@@ -111,10 +111,19 @@ def test_hot_commands_import_no_heavy_library(
 
 
 # What each hot command needs of nervamem itself; everything else stays unloaded.
+# A command imports only the command-group module that registers it (cli/root.py).
+OTHER_GROUPS = tuple(f"nervamem.cli.{group}" for group in root.GROUPS if group != "memory_commands")
 NOT_LOADED = {
-    "--version": ("sqlite3", "dataclasses", "nervamem.store", "nervamem.models"),
-    "store": ("dataclasses", "nervamem.models", "nervamem.recall"),
-    "recall": ("nervamem.writing",),
+    "--version": (
+        "sqlite3",
+        "dataclasses",
+        "nervamem.store",
+        "nervamem.models",
+        "nervamem.cli.memory_commands",
+        *OTHER_GROUPS,
+    ),
+    "store": ("dataclasses", "nervamem.models", "nervamem.recall", *OTHER_GROUPS),
+    "recall": ("nervamem.writing", *OTHER_GROUPS),
 }
 
 
@@ -292,8 +301,11 @@ def test_store_and_recall_beside_a_mixed_graph_import_no_parser(
 
 # ---------------------------------------------------------------------------- trimmed tree
 def invoker(
-    monkeypatch: pytest.MonkeyPatch, db: Path, *, trimmed: bool
+    monkeypatch: pytest.MonkeyPatch, db: Path, *, trimmed: str = ""
 ) -> Callable[..., tuple[int, str, str]]:
+    """Runs commands on the whole tree, or on the tree ``trimmed`` makes of them:
+    "app_for" (the whole app trimmed) or "command_tree" (what main() runs: the invoked
+    command's module alone, trimmed)."""
     clock, random = FakeClock(), CountingRandom()
 
     def factory(path: str | None, namespace: str | None) -> MemoryStore:
@@ -304,7 +316,11 @@ def invoker(
     def run(*args: str) -> tuple[int, str, str]:
         monkeypatch.setattr(options, "store_factory", factory)
         monkeypatch.setenv("NERVAPACK_MEMORY_DB", str(db))
-        app = startup.app_for(whole_app, list(args)) if trimmed else whole_app
+        app = whole_app
+        if trimmed == "app_for":
+            app = startup.app_for(whole_app, list(args))
+        elif trimmed == "command_tree":
+            app = root.command_tree(list(args))
         result = runner.invoke(app, list(args))
         return result.exit_code, result.stdout, result.stderr
 
@@ -340,12 +356,13 @@ SEQUENCES = [
 ]
 
 
+@pytest.mark.parametrize("how", ["app_for", "command_tree"])
 @pytest.mark.parametrize("sequence", SEQUENCES, ids=["version", "workflow", "errors"])
 def test_trimmed_command_tree_behaves_like_the_whole_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sequence: list[tuple[str, ...]]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sequence: list[tuple[str, ...]], how: str
 ) -> None:
-    whole = invoker(monkeypatch, tmp_path / "whole" / "memory.db", trimmed=False)
-    trimmed = invoker(monkeypatch, tmp_path / "trimmed" / "memory.db", trimmed=True)
+    whole = invoker(monkeypatch, tmp_path / "whole" / "memory.db")
+    trimmed = invoker(monkeypatch, tmp_path / "trimmed" / "memory.db", trimmed=how)
     for args in sequence:
         expected = whole(*args)
         got = trimmed(*args)

@@ -80,10 +80,36 @@ def skip_collection_at_exit() -> None:
 ROOT_VALUE_OPTIONS = frozenset({"--db", "--ns", "--format", "-f", "--tokenizer"})
 
 
-def _command_name(info: CommandInfo) -> str:
+def command_name(info: CommandInfo) -> str:
     """The name Typer gives a registered command (its function name, dashed)."""
     callback_name = info.callback.__name__ if info.callback else ""
     return str(info.name or callback_name.lower().replace("_", "-"))
+
+
+# What invoked_command() answers for ``--version`` / ``-V`` alone: no command is needed.
+VERSION_ONLY = ""
+
+
+def invoked_command(args: list[str]) -> str | None:
+    """The name of the top-level command or group that ``args`` invoke; VERSION_ONLY for
+    ``--version`` alone; None when the whole tree is needed: help, completion, no command
+    or ``--`` (listings and suggestions stay complete)."""
+    if os.environ.get("_NERVAMEM_COMPLETE"):
+        return None
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg in ("-h", "--help", "--"):
+            return None
+        if arg in ROOT_VALUE_OPTIONS:
+            index += 2
+        elif arg.startswith("-"):
+            index += 1
+        else:
+            return arg
+    if args and all(arg in ("-V", "--version") for arg in args):
+        return VERSION_ONLY
+    return None
 
 
 def app_for(app: typer.Typer, args: list[str]) -> typer.Typer:
@@ -99,31 +125,16 @@ def app_for(app: typer.Typer, args: list[str]) -> typer.Typer:
     ``registered_groups`` lists when it is called (tests/test_lazy_imports.py runs
     whole and trimmed trees side by side, and fails if a Typer release changes that).
     """
-    if os.environ.get("_NERVAMEM_COMPLETE"):
-        return app
-    name = None
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        if arg in ("-h", "--help", "--"):
-            return app
-        if arg in ROOT_VALUE_OPTIONS:
-            index += 2
-        elif arg.startswith("-"):
-            index += 1
-        else:
-            name = arg
-            break
+    name = invoked_command(args)
     if name is None:
-        if args and all(arg in ("-V", "--version") for arg in args):
-            trimmed = copy.copy(app)
-            trimmed.registered_commands, trimmed.registered_groups = [], []
-            return trimmed
         return app
-    commands = [info for info in app.registered_commands if _command_name(info) == name]
-    groups = [info for info in app.registered_groups if info.name == name]
-    if not commands and not groups:
-        return app
+    if name == VERSION_ONLY:
+        commands, groups = [], []
+    else:
+        commands = [info for info in app.registered_commands if command_name(info) == name]
+        groups = [info for info in app.registered_groups if info.name == name]
+        if not commands and not groups:
+            return app
     trimmed = copy.copy(app)
     trimmed.registered_commands, trimmed.registered_groups = commands, groups
     return trimmed
