@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from nervamem import MemoryStore
@@ -192,6 +194,80 @@ def test_lazy_models_are_ordinary_frozen_dataclasses() -> None:
     namespace: dict[str, object] = {}
     exec("from nervamem.models import *", namespace)
     assert namespace["Stats"] is models.Stats
+
+
+FROZEN_MODELS = [
+    "Node",
+    "RecallItem",
+    "RecallResult",
+    "TimelineItem",
+    "ForgetResult",
+    "NamespaceInfo",
+    "CurrentContext",
+    "Stats",
+    "InitResult",
+    "SyncReport",
+]
+VALUES = st.one_of(
+    st.none(),
+    st.integers(-3, 3),
+    st.text(max_size=3),
+    st.tuples(st.text(max_size=2)),
+    st.dictionaries(st.text(max_size=2), st.integers(0, 2), max_size=2),
+)
+
+
+@pytest.mark.parametrize("name", FROZEN_MODELS)
+@given(data=st.data())
+def test_frozen_models_behave_as_dataclasses_builds_them(name: str, data: st.DataObject) -> None:
+    # models.py builds them without compiling methods; dataclasses' own twin is the oracle.
+    import dataclasses
+
+    from nervamem import models
+
+    cls = getattr(models, name)
+    fields = dataclasses.fields(cls)
+    twin = dataclasses.make_dataclass(
+        name,
+        [
+            (
+                f.name,
+                f.type,
+                dataclasses.field(default=f.default, default_factory=f.default_factory),
+            )
+            for f in fields
+        ],
+        frozen=True,
+    )
+    required = [f for f in fields if f.default is f.default_factory is dataclasses.MISSING]
+    given_count = data.draw(st.integers(len(required), len(fields)))
+    values = [data.draw(VALUES) for _ in range(given_count)]
+    keywords = data.draw(st.integers(0, given_count))
+    args = values[: given_count - keywords]
+    kwargs = {
+        f.name: v for f, v in zip(fields[len(args) : given_count], values[len(args) :], strict=True)
+    }
+    ours, theirs = cls(*args, **kwargs), twin(*args, **kwargs)
+    assert repr(ours) == repr(theirs)
+    assert dataclasses.asdict(ours) == dataclasses.asdict(theirs)
+    assert dataclasses.replace(ours) == ours
+    other = [data.draw(VALUES) for _ in fields]
+    assert (cls(*other) == ours) == (twin(*other) == theirs)
+    assert (ours == theirs) is False and ours.__eq__(theirs) is NotImplemented
+    hashable = all(isinstance(v, (str, int, tuple, type(None))) for v in dataclasses.astuple(ours))
+    if hashable:
+        assert hash(ours) == hash(theirs)
+    for attempt in (lambda: setattr(ours, fields[0].name, 1), lambda: delattr(ours, "x")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            attempt()
+    with pytest.raises(TypeError):
+        cls(*values, *other)
+    if required:
+        with pytest.raises(TypeError):
+            cls()
+    with pytest.raises(TypeError):
+        cls(*args, no_such_field=1, **kwargs)
+    assert ours.__match_args__ == theirs.__match_args__  # type: ignore[attr-defined]
 
 
 def test_state_is_an_immutable_value() -> None:
