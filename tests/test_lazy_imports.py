@@ -467,3 +467,28 @@ def test_main_trims_only_what_it_recognises() -> None:
     assert names(["recall", "--help"]) == ["recall"]
     assert names(["--", "recall"]) == everything
     assert names(["nope"]) == everything
+
+
+# ---------------------------------------------------------------------------- first-call work
+def test_only_w_h_and_o_match_themselves_case_insensitively() -> None:
+    # What lets recall/when.py answer most queries without compiling its pattern.
+    import re
+
+    letters = re.compile("[who]", re.IGNORECASE)
+    odd = [c for c in map(chr, range(sys.maxunicode + 1)) if letters.fullmatch(c)]
+    assert sorted(odd) == sorted("whoWHO")
+
+
+@given(
+    st.lists(
+        st.sampled_from(["when did", "WHEN WAS", "how long", "How many days", "what year"])
+        | st.sampled_from(["which week", "w", "h", "o", "W", "ı", "İ", "ſ", " ", "x", "?"])
+        | st.text(max_size=3),
+        max_size=6,
+    )
+)
+def test_asks_for_time_compiles_nothing_it_would_need(parts: list[str]) -> None:
+    from nervamem.recall import when
+
+    query = "".join(parts)
+    assert when.asks_for_time(query) is (when._asking().search(query) is not None)
