@@ -14,7 +14,6 @@ write lock, so that no command writes back a state it read before another's chan
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -143,6 +142,8 @@ def load_state(db_path: Path) -> State:
 
 def state_text(state: State) -> str:
     """The state as nervamem writes it (state.yaml, or a store on a server)."""
+    import json  # here: a command that reads no state file never needs it (start-up)
+
     return (
         "# nervamem state: the active namespace, its session, and the session left active\n"
         "# in each namespace. Written by nervamem.\n"
@@ -217,6 +218,8 @@ def _copy_access(fd: int, tmp: Path, replaced: os.stat_result) -> None:
 
 
 def _parse_fast(text: str) -> dict[str, Any] | None:
+    import json
+
     values: dict[str, Any] = {}
     for line in text.splitlines():
         if not line.strip() or line.lstrip().startswith("#"):

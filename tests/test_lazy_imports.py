@@ -492,3 +492,10 @@ def test_asks_for_time_compiles_nothing_it_would_need(parts: list[str]) -> None:
 
     query = "".join(parts)
     assert when.asks_for_time(query) is (when._asking().search(query) is not None)
+
+
+@given(st.lists(st.text()))
+def test_json_strings_is_json_dumps(values: list[str]) -> None:
+    from nervamem.nodes import json_strings
+
+    assert json_strings(values) == json.dumps(values)
