@@ -499,3 +499,17 @@ def test_json_strings_is_json_dumps(values: list[str]) -> None:
     from nervamem.nodes import json_strings
 
     assert json_strings(values) == json.dumps(values)
+
+
+@given(st.text(alphabet="ab:/\\C. -+x0", max_size=12))
+def test_url_like_paths_are_refused_with_or_without_the_pattern(text: str) -> None:
+    from nervamem import locate
+    from nervamem.errors import BadInputError
+
+    looks_like_url = locate._url_like().search(text.strip()) is not None
+    try:
+        locate.refuse_url_like(text, "the store path")
+    except BadInputError:
+        assert looks_like_url
+    else:
+        assert not looks_like_url
