@@ -14,7 +14,11 @@ unchanged install in 40-120 interleaved rounds (median CPU time; the machine was
 - ``cyclic_gc_paused()``, no cyclic GC while the CLI and Typer are imported: 22 fewer
   collections, but under 1 ms (below the noise of 120 rounds of ``import nervamem.cli``);
 - ``freeze_start_up_objects()``, those objects frozen before the command runs: 7-13 ms
-  of ``recall`` (issue 21, bench/results.md "Performance, round 2").
+  of ``recall`` (issue 21, bench/results.md "Performance, round 2"); since round 3 with
+  the GC still paused (cli/__init__.py main()), which saves the generation-0 collection
+  over all of them that turning it back on first triggered (~10M instructions);
+- ``invoked_command()``, the name root.command_tree() imports the one command-group
+  module of (``--version``: none).
 
 Nothing here imports Typer: the first trick must run before Typer is imported.
 """
