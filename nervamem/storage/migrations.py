@@ -189,6 +189,124 @@ def m006_event_log(conn: sqlite3.Connection) -> None:
     )
 
 
+# m007's objects. The edge kinds are written out (not taken from kinds.py) because a
+# migration must create what it created when it was written.
+_LINKS_TABLE = """CREATE TABLE mem_links (
+    src        INTEGER NOT NULL REFERENCES mem_nodes (seq) ON DELETE CASCADE,
+    kind       TEXT    NOT NULL CHECK (kind IN ('ABOUT','OCCURRED_IN','SUPERSEDES','CONTRADICTS',
+                                               'CAUSED','DERIVED_FROM','TOUCHES')),
+    dst        INTEGER NOT NULL REFERENCES mem_nodes (seq) ON DELETE CASCADE,
+    created_at TEXT,                            -- NULL: the src node's recorded_at
+    data       TEXT CHECK (data IS NULL OR json_valid(data)),  -- NULL: '{}'
+    PRIMARY KEY (src, kind, dst)
+) WITHOUT ROWID"""
+# The edge table as every feature reads it, the same columns and values as before m007
+# (and as PostgreSQL's table).
+_EDGES_VIEW = """CREATE VIEW mem_edges (src, dst, kind, created_at, data) AS
+SELECT s.id, d.id, l.kind, coalesce(l.created_at, s.recorded_at), coalesce(l.data, '{}')
+FROM mem_links l JOIN mem_nodes s ON s.seq = l.src JOIN mem_nodes d ON d.seq = l.dst"""
+_SEQ_OF = "(SELECT seq FROM mem_nodes WHERE id = {})"
+_STORED_CREATED_AT = (
+    "nullif({0}.created_at, (SELECT recorded_at FROM mem_nodes WHERE id = {0}.src))"
+)
+_LINK_OF_OLD = (
+    f"src = {_SEQ_OF.format('old.src')} AND kind = old.kind AND dst = {_SEQ_OF.format('old.dst')}"
+)
+_EDGES_TRIGGERS = (
+    # An unknown ID makes a NULL seq and fails NOT NULL, as the foreign key failed before.
+    # A duplicate is left as it is, as the features' ON CONFLICT DO NOTHING did (SQLite
+    # refuses an upsert on a view, so the features leave it out here: see
+    # engine.IGNORE_EXISTING_EDGE).
+    f"""CREATE TRIGGER mem_edges_insert INSTEAD OF INSERT ON mem_edges BEGIN
+    SELECT RAISE(ABORT, 'NOT NULL constraint failed: mem_edges.created_at')
+        WHERE new.created_at IS NULL;
+    INSERT INTO mem_links (src, kind, dst, created_at, data)
+        SELECT {_SEQ_OF.format("new.src")}, new.kind, {_SEQ_OF.format("new.dst")},
+            {_STORED_CREATED_AT.format("new")}, nullif(new.data, '{{}}')
+        WHERE true ON CONFLICT DO NOTHING;
+END""",
+    f"""CREATE TRIGGER mem_edges_delete INSTEAD OF DELETE ON mem_edges BEGIN
+    DELETE FROM mem_links WHERE {_LINK_OF_OLD};
+END""",
+    f"""CREATE TRIGGER mem_edges_update INSTEAD OF UPDATE ON mem_edges BEGIN
+    UPDATE mem_links SET src = {_SEQ_OF.format("new.src")}, kind = new.kind,
+        dst = {_SEQ_OF.format("new.dst")}, created_at = {_STORED_CREATED_AT.format("new")},
+        data = nullif(new.data, '{{}}')
+        WHERE {_LINK_OF_OLD};
+END""",
+    # Degrees, as m002's triggers kept them, by seq.
+    """CREATE TRIGGER mem_links_degree_insert AFTER INSERT ON mem_links BEGIN
+    INSERT INTO mem_node_degree (seq, degree) VALUES (new.src, 1)
+        ON CONFLICT (seq) DO UPDATE SET degree = degree + 1;
+    INSERT INTO mem_node_degree (seq, degree) VALUES (new.dst, 1)
+        ON CONFLICT (seq) DO UPDATE SET degree = degree + 1;
+END""",
+    """CREATE TRIGGER mem_links_degree_delete AFTER DELETE ON mem_links BEGIN
+    UPDATE mem_node_degree SET degree = degree - 1 WHERE seq = old.src;
+    UPDATE mem_node_degree SET degree = degree - 1 WHERE seq = old.dst;
+END""",
+    """CREATE TRIGGER mem_nodes_degree_delete AFTER DELETE ON mem_nodes BEGIN
+    DELETE FROM mem_node_degree WHERE seq = old.seq;
+END""",
+)
+
+
+def m007_edges_by_seq(conn: sqlite3.Connection) -> None:
+    """Edges and degrees keyed by the nodes' integer ``seq`` instead of their text IDs
+    (issue 21: bytes per memory). A 31-character ID was stored about seven times per
+    memory: both ends of each edge, again in the index on ``dst``, and as ``mem_degree``'s
+    key. ``mem_links (src, kind, dst, created_at, data)`` holds the seqs (1-3 bytes
+    each), ``created_at`` only where it differs from the src node's ``recorded_at`` (an
+    edge written with its memory, nearly all of them, stores NULL), ``data`` only when it
+    is not ``{}``; ``mem_node_degree (seq, degree)`` is a rowid table.
+
+    Design: ``mem_edges`` and ``mem_degree`` stay, as VIEWs with the same columns and
+    values, joining mem_nodes for the IDs; INSTEAD OF triggers turn an INSERT, DELETE or
+    UPDATE of an edge into one of mem_links. So every feature's SQL stays the text that
+    PostgreSQL (whose mem_edges keeps its text keys) runs too, and the event log, export,
+    sync, purge and the code bridge see the edges they saw before. The alternative,
+    explicit joins in every edge query chosen by ``storage.engine``, would fork ~40
+    statements across ten modules for bytes the views save as well. What a view costs:
+    an upsert on a view is refused, so on SQLite the features insert edges without
+    ``ON CONFLICT DO NOTHING`` and the trigger ignores the duplicate
+    (``engine.IGNORE_EXISTING_EDGE``); ``changes()`` and ``cursor.rowcount`` do not count
+    rows a trigger writes (no feature reads them for edges); triggers ``AFTER INSERT ON
+    mem_edges`` must be on mem_links (the event log's). The planner flattens the views:
+    ``WHERE src = ?`` reads the ID index, then mem_links' primary key, then the dst
+    node by seq; ``WHERE dst = ? AND kind = ?`` the ID index, then mem_links_dst.
+
+    Purge: mem_links' foreign keys cascade as mem_edges' did, and each delete fires the
+    degree trigger. The links are copied in primary-key order and the dst index made
+    after them, so both are written densely. A store that has mem_links already (its
+    version number was set back by hand) is left as it is."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'mem_links'").fetchone():
+        return
+    conn.execute(_LINKS_TABLE)
+    conn.execute(
+        "INSERT INTO mem_links (src, kind, dst, created_at, data) "
+        "SELECT s.seq, e.kind, d.seq, nullif(e.created_at, s.recorded_at), "
+        "nullif(e.data, '{}') FROM mem_edges e JOIN mem_nodes s ON s.id = e.src "
+        "JOIN mem_nodes d ON d.id = e.dst ORDER BY 1, 2, 3"
+    )
+    conn.execute("CREATE INDEX mem_links_dst ON mem_links (dst, kind)")
+    conn.execute("DROP TRIGGER mem_nodes_degree_delete")
+    conn.execute("DROP TABLE mem_degree")
+    conn.execute("DROP TABLE mem_edges")  # its index and degree triggers with it
+    conn.execute("CREATE TABLE mem_node_degree (seq INTEGER PRIMARY KEY, degree INTEGER NOT NULL)")
+    conn.execute(
+        "INSERT INTO mem_node_degree (seq, degree) SELECT seq, count(*) FROM "
+        "(SELECT src AS seq FROM mem_links UNION ALL SELECT dst FROM mem_links) "
+        "GROUP BY seq ORDER BY seq"
+    )
+    conn.execute(_EDGES_VIEW)
+    conn.execute(
+        "CREATE VIEW mem_degree (node_id, degree) AS SELECT n.id, g.degree "
+        "FROM mem_node_degree g JOIN mem_nodes n ON n.seq = g.seq"
+    )
+    for statement in _EDGES_TRIGGERS:
+        conn.execute(statement)
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_node_degree", m002_node_degree),
@@ -196,6 +314,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m004_search_index_repair", m004_search_index_repair),
     ("m005_search_rationale", m005_search_rationale),
     ("m006_event_log", m006_event_log),
+    ("m007_edges_by_seq", m007_edges_by_seq),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
