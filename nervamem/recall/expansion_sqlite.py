@@ -20,20 +20,28 @@ from collections.abc import Sequence
 from math import isqrt
 
 from ..storage.engine import Connection
+from ..storage.migrations import EDGE_KIND_CODES
 
-# The walk checks each row both ways with one seek each: the row's own edges (few: a
-# memory's entities) by the primary key, and its incoming edges by mem_links_dst (few
-# but on the rare hub it passes). '+' keeps SQLite from reading this node's edges (a
-# hub's thousands) instead, or seeking once per kind.
+# The walk checks each row with one seek per direction that has edges: the row's own
+# edges (few: a memory's entities) by the primary key, its incoming edges (few but on
+# the rare hub it passes) by mem_links_dst. '+' keeps SQLite from reading this node's
+# edges (a hub's thousands) instead, or seeking once per kind.
 _WALK = (
     "SELECT id FROM (SELECT id, seq FROM mem_nodes ORDER BY id DESC LIMIT :rows) AS n "
-    "WHERE EXISTS (SELECT 1 FROM mem_links WHERE src = n.seq AND +kind IN ({kinds}) "
-    "AND +dst = :seq) OR EXISTS (SELECT 1 FROM mem_links WHERE dst = n.seq "
-    "AND +kind IN ({kinds}) AND +src = :seq) LIMIT :fanout"
+    "WHERE {linked} LIMIT :fanout"
 )
+_LINKED_FROM = (
+    "EXISTS (SELECT 1 FROM mem_links WHERE src = n.seq AND +kind IN ({kinds}) AND +dst = :seq)"
+)
+_LINKED_TO = (
+    "EXISTS (SELECT 1 FROM mem_links WHERE dst = n.seq AND +kind IN ({kinds}) AND +src = :seq)"
+)
+# Edges towards this node and from it, each count stopping at :limit; both are read
+# from an index alone (the primary key, mem_links_dst).
 _COUNT = (
-    "SELECT count(*) FROM (SELECT 1 FROM mem_links WHERE src = :seq AND kind IN ({kinds}) "
-    "UNION ALL SELECT 1 FROM mem_links WHERE dst = :seq AND kind IN ({kinds}) LIMIT :limit)"
+    "SELECT (SELECT count(*) FROM (SELECT 1 FROM mem_links WHERE dst = :seq "
+    "AND kind IN ({kinds}) LIMIT :limit)), (SELECT count(*) FROM (SELECT 1 FROM mem_links "
+    "WHERE src = :seq AND kind IN ({kinds}) LIMIT :limit))"
 )
 _ALL = (
     "SELECT n.id FROM mem_links l JOIN mem_nodes n ON n.seq = l.dst "
@@ -48,19 +56,29 @@ def newest_neighbours(
 ) -> list[str]:
     """The ``fanout`` highest IDs among the nodes linked to ``node_id`` by an edge of
     ``edge_kinds`` in either direction, highest first."""
-    kinds = ",".join(f"'{kind}'" for kind in edge_kinds)
-    row = conn.execute("SELECT seq FROM mem_nodes WHERE id = ?", (node_id,)).fetchone()
+    kinds = ",".join(str(EDGE_KIND_CODES.index(kind)) for kind in edge_kinds)
+    row = conn.execute(
+        "SELECT seq, (SELECT max(seq) FROM mem_nodes) FROM mem_nodes WHERE id = ?", (node_id,)
+    ).fetchone()
     if row is None:
         return []
-    seq = row[0]
-    nodes = conn.execute("SELECT max(seq) FROM mem_nodes").fetchone()[0] or 0
+    seq, nodes = row
     limit = isqrt(fanout * nodes) + 1
-    many = conn.execute(_COUNT.format(kinds=kinds), {"seq": seq, "limit": limit}).fetchone()[0]
-    if many >= limit:
+    towards, away = conn.execute(
+        _COUNT.format(kinds=kinds), {"seq": seq, "limit": limit}
+    ).fetchone()
+    if towards + away >= limit:
+        # A node linked to this one is the source of an edge towards it, or the
+        # destination of one from it.
+        linked = " OR ".join(
+            part.format(kinds=kinds)
+            for part, count in ((_LINKED_FROM, towards), (_LINKED_TO, away))
+            if count
+        )
         found = [
             found_id
             for (found_id,) in conn.execute(
-                _WALK.format(kinds=kinds), {"seq": seq, "rows": 4 * limit, "fanout": fanout}
+                _WALK.format(linked=linked), {"seq": seq, "rows": 4 * limit, "fanout": fanout}
             )
         ]
         if len(found) == fanout:

@@ -190,11 +190,20 @@ def m006_event_log(conn: sqlite3.Connection) -> None:
 
 
 # m007's objects. The edge kinds are written out (not taken from kinds.py) because a
-# migration must create what it created when it was written.
+# migration must create what it created when it was written. Their codes: the commonest
+# first, as SQLite stores 0 and 1 in no bytes at all.
+EDGE_KIND_CODES = (
+    "ABOUT",
+    "OCCURRED_IN",
+    "SUPERSEDES",
+    "CONTRADICTS",
+    "CAUSED",
+    "DERIVED_FROM",
+    "TOUCHES",
+)
 _LINKS_TABLE = """CREATE TABLE mem_links (
     src        INTEGER NOT NULL REFERENCES mem_nodes (seq) ON DELETE CASCADE,
-    kind       TEXT    NOT NULL CHECK (kind IN ('ABOUT','OCCURRED_IN','SUPERSEDES','CONTRADICTS',
-                                               'CAUSED','DERIVED_FROM','TOUCHES')),
+    kind       INTEGER NOT NULL CHECK (kind BETWEEN 0 AND 6),  -- mem_edge_kinds.code
     dst        INTEGER NOT NULL REFERENCES mem_nodes (seq) ON DELETE CASCADE,
     created_at TEXT,                            -- NULL: the src node's recorded_at
     data       TEXT CHECK (data IS NULL OR json_valid(data)),  -- NULL: '{}'
@@ -203,14 +212,17 @@ _LINKS_TABLE = """CREATE TABLE mem_links (
 # The edge table as every feature reads it, the same columns and values as before m007
 # (and as PostgreSQL's table).
 _EDGES_VIEW = """CREATE VIEW mem_edges (src, dst, kind, created_at, data) AS
-SELECT s.id, d.id, l.kind, coalesce(l.created_at, s.recorded_at), coalesce(l.data, '{}')
-FROM mem_links l JOIN mem_nodes s ON s.seq = l.src JOIN mem_nodes d ON d.seq = l.dst"""
+SELECT s.id, d.id, k.kind, coalesce(l.created_at, s.recorded_at), coalesce(l.data, '{}')
+FROM mem_edge_kinds k CROSS JOIN mem_links l ON l.kind = k.code
+JOIN mem_nodes s ON s.seq = l.src JOIN mem_nodes d ON d.seq = l.dst"""
 _SEQ_OF = "(SELECT seq FROM mem_nodes WHERE id = {})"
+_CODE_OF = "(SELECT code FROM mem_edge_kinds WHERE kind = {})"
 _STORED_CREATED_AT = (
     "nullif({0}.created_at, (SELECT recorded_at FROM mem_nodes WHERE id = {0}.src))"
 )
 _LINK_OF_OLD = (
-    f"src = {_SEQ_OF.format('old.src')} AND kind = old.kind AND dst = {_SEQ_OF.format('old.dst')}"
+    f"src = {_SEQ_OF.format('old.src')} AND kind = {_CODE_OF.format('old.kind')} "
+    f"AND dst = {_SEQ_OF.format('old.dst')}"
 )
 _EDGES_TRIGGERS = (
     # An unknown ID makes a NULL seq and fails NOT NULL, as the foreign key failed before.
@@ -221,7 +233,8 @@ _EDGES_TRIGGERS = (
     SELECT RAISE(ABORT, 'NOT NULL constraint failed: mem_edges.created_at')
         WHERE new.created_at IS NULL;
     INSERT INTO mem_links (src, kind, dst, created_at, data)
-        SELECT {_SEQ_OF.format("new.src")}, new.kind, {_SEQ_OF.format("new.dst")},
+        SELECT {_SEQ_OF.format("new.src")}, {_CODE_OF.format("new.kind")},
+            {_SEQ_OF.format("new.dst")},
             {_STORED_CREATED_AT.format("new")}, nullif(new.data, '{{}}')
         WHERE true ON CONFLICT DO NOTHING;
 END""",
@@ -229,7 +242,8 @@ END""",
     DELETE FROM mem_links WHERE {_LINK_OF_OLD};
 END""",
     f"""CREATE TRIGGER mem_edges_update INSTEAD OF UPDATE ON mem_edges BEGIN
-    UPDATE mem_links SET src = {_SEQ_OF.format("new.src")}, kind = new.kind,
+    UPDATE mem_links SET src = {_SEQ_OF.format("new.src")},
+        kind = {_CODE_OF.format("new.kind")},
         dst = {_SEQ_OF.format("new.dst")}, created_at = {_STORED_CREATED_AT.format("new")},
         data = nullif(new.data, '{{}}')
         WHERE {_LINK_OF_OLD};
@@ -256,9 +270,11 @@ def m007_edges_by_seq(conn: sqlite3.Connection) -> None:
     (issue 21: bytes per memory). A 31-character ID was stored about seven times per
     memory: both ends of each edge, again in the index on ``dst``, and as ``mem_degree``'s
     key. ``mem_links (src, kind, dst, created_at, data)`` holds the seqs (1-3 bytes
-    each), ``created_at`` only where it differs from the src node's ``recorded_at`` (an
-    edge written with its memory, nearly all of them, stores NULL), ``data`` only when it
-    is not ``{}``; ``mem_node_degree (seq, degree)`` is a rowid table.
+    each), the kind as a code of ``mem_edge_kinds`` (0 bytes for ABOUT and OCCURRED_IN,
+    1 for the others, where its name took 5-12), ``created_at`` only where it differs
+    from the src node's ``recorded_at`` (an edge written with its memory, nearly all of
+    them, stores NULL), ``data`` only when it is not ``{}``; ``mem_node_degree (seq,
+    degree)`` is a rowid table.
 
     Design: ``mem_edges`` and ``mem_degree`` stay, as VIEWs with the same columns and
     values, joining mem_nodes for the IDs; INSTEAD OF triggers turn an INSERT, DELETE or
@@ -272,8 +288,13 @@ def m007_edges_by_seq(conn: sqlite3.Connection) -> None:
     (``engine.IGNORE_EXISTING_EDGE``); ``changes()`` and ``cursor.rowcount`` do not count
     rows a trigger writes (no feature reads them for edges); triggers ``AFTER INSERT ON
     mem_edges`` must be on mem_links (the event log's). The planner flattens the views:
-    ``WHERE src = ?`` reads the ID index, then mem_links' primary key, then the dst
-    node by seq; ``WHERE dst = ? AND kind = ?`` the ID index, then mem_links_dst.
+    ``WHERE src = ? AND kind = ?`` reads mem_edge_kinds' index and the ID index, then
+    mem_links' primary key, then the dst node by seq; ``WHERE dst = ? AND kind = ?`` the
+    same, then mem_links_dst. The CROSS JOIN keeps the seven kinds in the outer loop:
+    otherwise, not knowing that table is tiny, SQLite reads all of a hub's edges for
+    ``dst IN (...) AND kind IN (...)`` and drops the other kinds after. The price: a
+    query that names no kind runs once per kind (seven seeks instead of one; an export
+    scans mem_links seven times).
 
     Purge: mem_links' foreign keys cascade as mem_edges' did, and each delete fires the
     degree trigger. The links are copied in primary-key order and the dst index made
@@ -281,12 +302,18 @@ def m007_edges_by_seq(conn: sqlite3.Connection) -> None:
     version number was set back by hand) is left as it is."""
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'mem_links'").fetchone():
         return
+    conn.execute(
+        "CREATE TABLE mem_edge_kinds (code INTEGER PRIMARY KEY, kind TEXT NOT NULL UNIQUE)"
+    )
+    conn.executemany(
+        "INSERT INTO mem_edge_kinds (code, kind) VALUES (?, ?)", enumerate(EDGE_KIND_CODES)
+    )
     conn.execute(_LINKS_TABLE)
     conn.execute(
         "INSERT INTO mem_links (src, kind, dst, created_at, data) "
-        "SELECT s.seq, e.kind, d.seq, nullif(e.created_at, s.recorded_at), "
-        "nullif(e.data, '{}') FROM mem_edges e JOIN mem_nodes s ON s.id = e.src "
-        "JOIN mem_nodes d ON d.id = e.dst ORDER BY 1, 2, 3"
+        "SELECT s.seq, k.code, d.seq, nullif(e.created_at, s.recorded_at), "
+        "nullif(e.data, '{}') FROM mem_edges e JOIN mem_edge_kinds k ON k.kind = e.kind "
+        "JOIN mem_nodes s ON s.id = e.src JOIN mem_nodes d ON d.id = e.dst ORDER BY 1, 2, 3"
     )
     conn.execute("CREATE INDEX mem_links_dst ON mem_links (dst, kind)")
     conn.execute("DROP TRIGGER mem_nodes_degree_delete")

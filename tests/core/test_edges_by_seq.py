@@ -99,8 +99,8 @@ def test_a_store_at_schema_6_keeps_its_edges_degrees_and_export(
     # Only what differs from the defaults is stored: the time of an edge written after
     # its source (the cause of a later effect, the TOUCHES edge), data that is not {}.
     stored = conn.execute(
-        "SELECT kind, created_at, data FROM mem_links WHERE created_at IS NOT NULL "
-        "OR data IS NOT NULL ORDER BY kind"
+        "SELECT k.kind, created_at, data FROM mem_links JOIN mem_edge_kinds k ON code = "
+        "mem_links.kind WHERE created_at IS NOT NULL OR data IS NOT NULL ORDER BY k.kind"
     ).fetchall()
     assert [row[0] for row in stored] == ["CAUSED", "TOUCHES"]
     assert stored[1][1:] == ("2026-01-02T03:04:05.678Z", '{"file": "billing.py"}')
