@@ -224,6 +224,27 @@ _LINK_OF_OLD = (
     f"src = {_SEQ_OF.format('old.src')} AND kind = {_CODE_OF.format('old.kind')} "
     f"AND dst = {_SEQ_OF.format('old.dst')}"
 )
+# Nodes with at most this many edges have no row in mem_node_degree: mem_degree counts
+# their edges where it is read (two index seeks), as it does for every memory of a
+# typical store; hubs and sessions keep theirs.
+DEGREE_KEPT_ABOVE = 32
+_EDGE_COUNT = (
+    "(SELECT count(*) FROM mem_links WHERE src = {0}) + "
+    "(SELECT count(*) FROM mem_links WHERE dst = {0})"
+)
+_KEEP_DEGREE = (
+    "INSERT INTO mem_node_degree (seq, degree) SELECT {0}, "
+    + _EDGE_COUNT
+    + " WHERE NOT EXISTS (SELECT 1 FROM mem_node_degree WHERE seq = {0}) "
+    "AND (SELECT count(*) FROM (SELECT 1 FROM mem_links WHERE src = {0} UNION ALL "
+    f"SELECT 1 FROM mem_links WHERE dst = {{0}} LIMIT {DEGREE_KEPT_ABOVE + 1})) "
+    f"> {DEGREE_KEPT_ABOVE}"
+)
+_DEGREE_VIEW = (
+    "CREATE VIEW mem_degree (node_id, degree) AS SELECT n.id, coalesce((SELECT g.degree "
+    "FROM mem_node_degree g WHERE g.seq = n.seq), " + _EDGE_COUNT.format("n.seq") + ") "
+    "FROM mem_nodes n"
+)
 _EDGES_TRIGGERS = (
     # An unknown ID makes a NULL seq and fails NOT NULL, as the foreign key failed before.
     # A duplicate is left as it is, as the features' ON CONFLICT DO NOTHING did (SQLite
@@ -248,12 +269,15 @@ END""",
         data = nullif(new.data, '{{}}')
         WHERE {_LINK_OF_OLD};
 END""",
-    # Degrees, as m002's triggers kept them, by seq.
-    """CREATE TRIGGER mem_links_degree_insert AFTER INSERT ON mem_links BEGIN
-    INSERT INTO mem_node_degree (seq, degree) VALUES (new.src, 1)
-        ON CONFLICT (seq) DO UPDATE SET degree = degree + 1;
-    INSERT INTO mem_node_degree (seq, degree) VALUES (new.dst, 1)
-        ON CONFLICT (seq) DO UPDATE SET degree = degree + 1;
+    # Degrees, as m002's triggers kept them, by seq and only above DEGREE_KEPT_ABOVE: a
+    # node with a row gets +1 per end; one without gets a row, with its count, when it
+    # passes the threshold (the count stops there, so a hub is never counted). Both
+    # UPDATEs go first: a row made by the second part already counts this edge.
+    f"""CREATE TRIGGER mem_links_degree_insert AFTER INSERT ON mem_links BEGIN
+    UPDATE mem_node_degree SET degree = degree + 1 WHERE seq = new.src;
+    UPDATE mem_node_degree SET degree = degree + 1 WHERE seq = new.dst;
+    {_KEEP_DEGREE.format("new.src")};
+    {_KEEP_DEGREE.format("new.dst")};
 END""",
     """CREATE TRIGGER mem_links_degree_delete AFTER DELETE ON mem_links BEGIN
     UPDATE mem_node_degree SET degree = degree - 1 WHERE seq = old.src;
@@ -273,8 +297,10 @@ def m007_edges_by_seq(conn: sqlite3.Connection) -> None:
     each), the kind as a code of ``mem_edge_kinds`` (0 bytes for ABOUT and OCCURRED_IN,
     1 for the others, where its name took 5-12), ``created_at`` only where it differs
     from the src node's ``recorded_at`` (an edge written with its memory, nearly all of
-    them, stores NULL), ``data`` only when it is not ``{}``; ``mem_node_degree (seq,
-    degree)`` is a rowid table.
+    them, stores NULL), ``data`` only when it is not ``{}``. ``mem_node_degree (seq,
+    degree)`` keeps the degree of a node with more than DEGREE_KEPT_ABOVE edges only;
+    ``mem_degree`` counts the others' (a node with none has degree 0 there, where m002's
+    table had no row: the same to a reader).
 
     Design: ``mem_edges`` and ``mem_degree`` stay, as VIEWs with the same columns and
     values, joining mem_nodes for the IDs; INSTEAD OF triggers turn an INSERT, DELETE or
@@ -323,13 +349,10 @@ def m007_edges_by_seq(conn: sqlite3.Connection) -> None:
     conn.execute(
         "INSERT INTO mem_node_degree (seq, degree) SELECT seq, count(*) FROM "
         "(SELECT src AS seq FROM mem_links UNION ALL SELECT dst FROM mem_links) "
-        "GROUP BY seq ORDER BY seq"
+        f"GROUP BY seq HAVING count(*) > {DEGREE_KEPT_ABOVE} ORDER BY seq"
     )
     conn.execute(_EDGES_VIEW)
-    conn.execute(
-        "CREATE VIEW mem_degree (node_id, degree) AS SELECT n.id, g.degree "
-        "FROM mem_node_degree g JOIN mem_nodes n ON n.seq = g.seq"
-    )
+    conn.execute(_DEGREE_VIEW)
     for statement in _EDGES_TRIGGERS:
         conn.execute(statement)
 

@@ -17,7 +17,7 @@ from nervamem import MemoryStore
 from nervamem.recall.expansion import EXPANSION_EDGES, EXPANSION_FANOUT
 from nervamem.recall.expansion_sqlite import newest_neighbours
 from nervamem.storage import engine, migrations, sqlite
-from nervamem.storage.migrations import SCHEMA_VERSION
+from nervamem.storage.migrations import DEGREE_KEPT_ABOVE, SCHEMA_VERSION
 from nervamem.writing import NewMemory
 from tests.conftest import FakeClock
 
@@ -29,7 +29,9 @@ def edge_rows(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
 
 
 def degree_rows(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
-    return conn.execute("SELECT node_id, degree FROM mem_degree ORDER BY node_id").fetchall()
+    return conn.execute(
+        "SELECT node_id, degree FROM mem_degree WHERE degree > 0 ORDER BY node_id"
+    ).fetchall()
 
 
 def counted_degrees(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
@@ -195,4 +197,15 @@ def test_a_hubs_newest_neighbours_are_the_same_by_either_read(
     )[:EXPANSION_FANOUT]
     assert newest_neighbours(conn, hub, EXPANSION_EDGES, EXPANSION_FANOUT) == expected
     assert len(expected) == min(hub_edges, EXPANSION_FANOUT)
+    # The hub's degree is kept in mem_node_degree past DEGREE_KEPT_ABOVE, the others'
+    # counted; both agree with the edges, and go on agreeing after a purge.
+    assert degree_rows(conn) == counted_degrees(conn)
+    kept = conn.execute(
+        "SELECT n.id, g.degree FROM mem_node_degree g JOIN mem_nodes n USING (seq) ORDER BY n.id"
+    ).fetchall()
+    assert kept == [row for row in counted_degrees(conn) if row[1] > DEGREE_KEPT_ABOVE]
+    if hub_edges:
+        note = conn.execute("SELECT id FROM mem_nodes WHERE content = 'hub note 0'").fetchone()
+        store.forget(note[0], purge=True)
+        assert degree_rows(conn) == counted_degrees(conn)
     store.close()
