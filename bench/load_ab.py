@@ -5,7 +5,8 @@
 
 Each call imports nervamem from the checkout given (never the installed one), loads
 bench/peers.py's workload of that size into a new store in a temporary folder the way
-peers.py does (``store_many`` in batches, one transaction), and prints the load rate,
+peers.py does (``store_many`` in batches, one transaction), and prints the load rate
+(per wall second, and per CPU second: steadier on a shared machine),
 the file's bytes per memory and the per-memory bytes of each B-tree (bench/bytes.py).
 Alternate the checkouts a few times on a shared machine and compare.
 """
@@ -37,12 +38,13 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="nervamem-load-"))
     try:
         system = peers.Nervamem(scratch)
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         system.load(work)
-        seconds = time.perf_counter() - began
+        seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
         on_disk = peers.disk_bytes(system.files())
         print(
-            f"{root} {size_label}: load {size / seconds:,.0f} items/s, "
+            f"{root} {size_label}: load {size / seconds:,.0f} items/s "
+            f"({size / cpu:,.0f} per CPU second), "
             f"{on_disk / size:,.1f} bytes/memory on disk"
         )
         breakdown = subprocess.run(

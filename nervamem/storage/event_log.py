@@ -66,10 +66,11 @@ END""",
     # the edge as mem_edges shows it.
     """CREATE TEMP TRIGGER IF NOT EXISTS nervamem_event_edge AFTER INSERT ON main.mem_links
 BEGIN INSERT INTO nervamem_outbox (change) SELECT json_object(
-    'type', 'edge', 'src', s.id, 'dst', d.id, 'kind', new.kind,
+    'type', 'edge', 'src', s.id, 'dst', d.id, 'kind', k.kind,
     'created_at', coalesce(new.created_at, s.recorded_at),
     'data', json(coalesce(new.data, '{}')))
-    FROM main.mem_nodes s, main.mem_nodes d WHERE s.seq = new.src AND d.seq = new.dst;
+    FROM main.mem_nodes s, main.mem_nodes d, main.mem_edge_kinds k
+    WHERE s.seq = new.src AND d.seq = new.dst AND k.code = new.kind;
 END""",
     """CREATE TEMP TRIGGER IF NOT EXISTS nervamem_event_alias AFTER INSERT ON main.mem_aliases
 BEGIN INSERT INTO nervamem_outbox (change) VALUES (json_object(
