@@ -7,12 +7,14 @@ found one of two ways, whichever reads fewer rows. With k neighbours among n nod
 t = sqrt(fanout * n) (~900 at 100k):
 
 * k < t: read the k neighbours' IDs and sort them (k row reads);
-* k >= t: walk the ID index from the highest ID down, keeping the nodes linked to this
-  one, until ``fanout`` are found. A neighbour comes every n / k rows, so the walk reads
-  about fanout * n / k <= t rows (~200 for a hub of 4,000 at 100k); one that finds too
-  few within 4t rows (a hub whose memories are all old) falls back to reading them all.
+* k >= t in one direction: walk the ID index from the highest ID down, keeping the
+  nodes linked to this one, until ``fanout`` are found. A neighbour comes every n / k
+  rows, so the walk reads about fanout * n / k <= t rows (~200 for a hub of 4,000 at
+  100k); one that finds too few within 4t rows (a hub whose memories are all old) falls
+  back to reading them all.
 
-Counting k stops at t. Either way the result is exactly NEIGHBOURS_SQL's."""
+Telling k >= t steps over t index entries, no more. Either way the result is exactly
+NEIGHBOURS_SQL's."""
 
 from __future__ import annotations
 
@@ -36,12 +38,14 @@ _LINKED_FROM = (
 _LINKED_TO = (
     "EXISTS (SELECT 1 FROM mem_links WHERE dst = n.seq AND +kind IN ({kinds}) AND +src = :seq)"
 )
-# Edges towards this node and from it, each count stopping at :limit; both are read
-# from an index alone (the primary key, mem_links_dst).
-_COUNT = (
-    "SELECT (SELECT count(*) FROM (SELECT 1 FROM mem_links WHERE dst = :seq "
-    "AND kind IN ({kinds}) LIMIT :limit)), (SELECT count(*) FROM (SELECT 1 FROM mem_links "
-    "WHERE src = :seq AND kind IN ({kinds}) LIMIT :limit))"
+# Whether this node has edges towards it, and at least :skip + 1 of them; the same for
+# edges from it. Read from an index alone (mem_links_dst, the primary key), stepping over
+# at most :skip entries.
+_SIZES = (
+    "SELECT (SELECT 1 FROM mem_links WHERE dst = :seq AND kind IN ({kinds}) LIMIT 1), "
+    "(SELECT 1 FROM mem_links WHERE dst = :seq AND kind IN ({kinds}) LIMIT 1 OFFSET :skip), "
+    "(SELECT 1 FROM mem_links WHERE src = :seq AND kind IN ({kinds}) LIMIT 1), "
+    "(SELECT 1 FROM mem_links WHERE src = :seq AND kind IN ({kinds}) LIMIT 1 OFFSET :skip)"
 )
 _ALL = (
     "SELECT n.id FROM mem_links l JOIN mem_nodes n ON n.seq = l.dst "
@@ -64,16 +68,16 @@ def newest_neighbours(
         return []
     seq, nodes = row
     limit = isqrt(fanout * nodes) + 1
-    towards, away = conn.execute(
-        _COUNT.format(kinds=kinds), {"seq": seq, "limit": limit}
+    towards, many_towards, away, many_away = conn.execute(
+        _SIZES.format(kinds=kinds), {"seq": seq, "skip": limit - 1}
     ).fetchone()
-    if towards + away >= limit:
+    if many_towards or many_away:
         # A node linked to this one is the source of an edge towards it, or the
         # destination of one from it.
         linked = " OR ".join(
             part.format(kinds=kinds)
-            for part, count in ((_LINKED_FROM, towards), (_LINKED_TO, away))
-            if count
+            for part, present in ((_LINKED_FROM, towards), (_LINKED_TO, away))
+            if present
         )
         found = [
             found_id
