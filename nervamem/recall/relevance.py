@@ -75,8 +75,9 @@ def score_rows(
     finder = _common_matcher(common)
     roots = _common_roots(common)
     ascii_terms = all(term.isascii() for term in terms)
-    words = [words_of(row[2]) for row in rows]
-    specific = specificity(words, terms)
+    texts = [_text_words(row[2]) for row in rows]
+    words = [text[0] for text in texts]
+    specific = _specificity_of_bags([text[1] for text in texts], terms)
     near = _proximity(content_terms(terms), idf)
     scored: list[tuple[float, NodeRow]] = []
     for row, row_words, row_specific in zip(rows, words, specific, strict=True):
@@ -181,6 +182,26 @@ def _common_in_ascii(lowered: str, roots: Sequence[Sequence[str]]) -> set[int]:
     return found
 
 
+# The words of each candidate text that recall has read lately, by text: the same
+# memories come back recall after recall (a hub entity's, the newest ones), and their
+# split does not depend on the query. Bounded: emptied when full.
+TEXT_CACHE_SIZE = 4096
+_text_cache: dict[str, tuple[list[str], frozenset[str]]] = {}
+
+
+def _text_words(text: str) -> tuple[list[str], frozenset[str]]:
+    """:func:`words_of` the text, and its distinct words that are not stop words. The
+    list is shared between recalls: never changed by a reader."""
+    known = _text_cache.get(text)
+    if known is None:
+        words = words_of(text)
+        known = (words, frozenset(words).difference(STOPWORDS))
+        if len(_text_cache) >= TEXT_CACHE_SIZE:
+            _text_cache.clear()
+        _text_cache[text] = known
+    return known
+
+
 def words_of(text: str) -> list[str]:
     """Lower-cased words, punctuation dropped: a cheap split (str.translate), not FTS5's."""
     return text.lower().translate(_PUNCTUATION).split()
@@ -197,12 +218,17 @@ def specificity(words: Sequence[Sequence[str]], query: Sequence[str]) -> list[fl
     that every note shares ("ran the X test suite", "thanks, that's great") score low; a
     memory that says something particular about the query's topic scores high. Only the
     candidates' own text is read: no corpus statistics, no extra query."""
-    ignored = STOPWORDS | set(query)
-    bags = [set(row).difference(ignored) for row in words]
+    return _specificity_of_bags([frozenset(row).difference(STOPWORDS) for row in words], query)
+
+
+def _specificity_of_bags(bags: Sequence[frozenset[str]], query: Sequence[str]) -> list[float]:
+    """:func:`specificity` from each candidate's distinct words less the stop words."""
+    asked = frozenset(query)
+    bags = [bag.difference(asked) if not bag.isdisjoint(asked) else bag for bag in bags]
     n = len(bags)
-    rarity = {
-        word: math.log((n + 1) / df) for word, df in Counter(chain.from_iterable(bags)).items()
-    }
+    # One logarithm per document frequency (1..n), not one per distinct word.
+    logs = [0.0, *(math.log((n + 1) / df) for df in range(1, n + 1))]
+    rarity = {word: logs[df] for word, df in Counter(chain.from_iterable(bags)).items()}
     # fsum is exact, so the result does not depend on the set's (hash-seeded) order.
     raw = [math.fsum(map(rarity.__getitem__, bag)) / len(bag) if bag else 0.0 for bag in bags]
     top = max(raw, default=0.0) or 1.0
