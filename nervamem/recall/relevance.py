@@ -182,24 +182,17 @@ def _common_in_ascii(lowered: str, roots: Sequence[Sequence[str]]) -> set[int]:
     return found
 
 
-# The words of each candidate text that recall has read lately, by text: the same
-# memories come back recall after recall (a hub entity's, the newest ones), and their
-# split does not depend on the query. Bounded: emptied when full.
+def _split_text(text: str) -> tuple[list[str], frozenset[str]]:
+    """:func:`words_of` the text, and its distinct words that are not stop words."""
+    words = words_of(text)
+    return words, frozenset(words).difference(STOPWORDS)
+
+
+# The same, kept for the texts recall read lately: the same memories come back recall
+# after recall (a hub entity's, the newest ones), and their split does not depend on the
+# query. Least recently used out first; the lists are shared: never changed by a reader.
 TEXT_CACHE_SIZE = 4096
-_text_cache: dict[str, tuple[list[str], frozenset[str]]] = {}
-
-
-def _text_words(text: str) -> tuple[list[str], frozenset[str]]:
-    """:func:`words_of` the text, and its distinct words that are not stop words. The
-    list is shared between recalls: never changed by a reader."""
-    known = _text_cache.get(text)
-    if known is None:
-        words = words_of(text)
-        known = (words, frozenset(words).difference(STOPWORDS))
-        if len(_text_cache) >= TEXT_CACHE_SIZE:
-            _text_cache.clear()
-        _text_cache[text] = known
-    return known
+_text_words = functools.lru_cache(maxsize=TEXT_CACHE_SIZE)(_split_text)
 
 
 def words_of(text: str) -> list[str]:
