@@ -15,7 +15,7 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from itertools import chain
 
 from .candidates import Candidate, NodeRow
@@ -182,15 +182,17 @@ def _common_in_ascii(lowered: str, roots: Sequence[Sequence[str]]) -> set[int]:
     return found
 
 
-def _split_text(text: str) -> tuple[list[str], frozenset[str]]:
+def _split_text(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """:func:`words_of` the text, and its distinct words that are not stop words."""
     words = words_of(text)
-    return words, frozenset(words).difference(STOPWORDS)
+    return tuple(words), tuple(frozenset(words).difference(STOPWORDS))
 
 
 # The same, kept for the texts recall read lately: the same memories come back recall
 # after recall (a hub entity's, the newest ones), and their split does not depend on the
-# query. Least recently used out first; the lists are shared: never changed by a reader.
+# query. Least recently used out first. Tuples of strings, not lists or sets: the cyclic
+# GC stops tracking them at its first look, whereas 4096 entries of lists and sets kept
+# it collecting every ~13 recalls at 100k, ~0.7 ms a recall on average.
 TEXT_CACHE_SIZE = 4096
 _text_words = functools.lru_cache(maxsize=TEXT_CACHE_SIZE)(_split_text)
 
@@ -214,10 +216,10 @@ def specificity(words: Sequence[Sequence[str]], query: Sequence[str]) -> list[fl
     return _specificity_of_bags([frozenset(row).difference(STOPWORDS) for row in words], query)
 
 
-def _specificity_of_bags(bags: Sequence[frozenset[str]], query: Sequence[str]) -> list[float]:
+def _specificity_of_bags(distinct: Sequence[Collection[str]], query: Sequence[str]) -> list[float]:
     """:func:`specificity` from each candidate's distinct words less the stop words."""
     asked = frozenset(query)
-    bags = [bag.difference(asked) if not bag.isdisjoint(asked) else bag for bag in bags]
+    bags = [set(bag).difference(asked) for bag in distinct]
     n = len(bags)
     # One logarithm per document frequency (1..n), not one per distinct word.
     logs = [0.0, *(math.log((n + 1) / df) for df in range(1, n + 1))]
