@@ -27,9 +27,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-# Access-count commits between two checkpoints: ~300 pages of a large store's -wal, a
-# third of what SQLite's automatic checkpoint lets build up.
-CHECKPOINT_EVERY = 16
+# Access-count commits between two checkpoints: ~1000 pages of a 100k store's -wal (15-20
+# pages a recall), the cadence of SQLite's automatic checkpoint there; fewer pages and
+# fsyncs on a small store, where a recall rewrites a few pages.
+CHECKPOINT_EVERY = 50
 
 
 class Checkpointer:
