@@ -54,9 +54,10 @@ class Checkpointer:
 
     @property
     def running(self) -> bool:
-        """Whether requests are served: False once closed, or when the thread could not
-        open its connection (then the automatic checkpoint must stay on)."""
-        return not self._closing and not self._failed
+        """Whether requests are served: False once closed, when the thread could not
+        open its connection, or in a forked child (no thread there): then the automatic
+        checkpoint must stay on."""
+        return not self._closing and not self._failed and self._thread.is_alive()
 
     def request(self) -> None:
         """Checkpoint soon; a request made during a checkpoint makes one more."""
