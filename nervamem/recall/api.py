@@ -1,8 +1,9 @@
 """The recall operation of MemoryStore, as a pipeline of named steps:
 
     validate -> search -> session context -> expansion -> rank sessions below their
-             memories -> damp questions -> favour times for "when" -> top-k
-             -> pack (completing only the items it may show) -> count accesses
+             memories -> damp questions -> favour times for "when" -> favour
+             decisions for a topic -> top-k -> pack (completing only the items it may
+             show) -> count accesses
 
 Kept apart from store.py so that write-only calls never import the ranking code. Each
 step is its own module in this package; what is here is how the budget sizes them.
@@ -10,7 +11,7 @@ step is its own module in this package; what is here is how the budget sizes the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,7 @@ from ..models import RecallItem, RecallResult
 from ..storage.engine import POSTGRESQL, SQLITE, Connection
 from ..timeparse import format_time, parse_time, to_datetime
 from .access_counts import count_accesses
-from .candidates import reasons_of, sessions_of
+from .candidates import Candidate, reasons_of, sessions_of
 from .expansion import expand
 from .mask import KnownAt, mask_sql, until_known_sql
 from .packing import pack
@@ -29,6 +30,7 @@ from .search_engine import search_for
 from .session_context import context_weight, session_context
 from .sessions_rank import rank_sessions
 from .tokens import get_counter
+from .topics import favour_decisions
 from .validation import check_recall_request
 from .when import favour_times
 
@@ -105,6 +107,8 @@ def run_recall(
     rank_sessions(found)
     damp_questions(found.values())
     favour_times(found.values(), query)
+    favour_decisions(found.values(), query)
+    _renormalise(found.values())
     ranked = top_k(conn, found, reference=reference, k=_most_packable(budget_tokens))
     ranked = above_floor(ranked, min_score)
     label = mask_time[:10]
@@ -129,6 +133,16 @@ def run_recall(
         tokenizer=counter.name,
         known_at=known_at_text,
     )
+
+
+def _renormalise(candidates: Iterable[Candidate]) -> None:
+    """Relevance back to 0-1 (concepts.md) after the rules that raise some candidates
+    (times, decisions): divided by the best when it is above 1. The order is the same."""
+    found = list(candidates)
+    best = max((c.relevance for c in found), default=0.0)
+    if best > 1.0:
+        for candidate in found:
+            candidate.relevance /= best
 
 
 def _until_known(conn: Connection, node_ids: list[str], known_at: str) -> dict[str, str | None]:
