@@ -2,6 +2,7 @@
 
     python bench/fresh_compare.py BASE_TREE NEW_TREE [--rounds 30]
     python bench/fresh_compare.py BASE NEW --store bench/out/peers-1k/memory.db --query "..."
+    python bench/fresh_compare.py BASE NEW --store ... --instructions   # needs valgrind
 
 Each tree is put on PYTHONPATH in turn (same Python, same store) and every command is
 run in a fresh process, alternating the order of the trees every round, with bytecode
@@ -10,6 +11,13 @@ caching on (a private PYTHONPYCACHEPREFIX per tree); the medians and the ratio N
 on a shared machine. A command BASE does not have fails fast there. A
 quick check that a change did not slow start-up; bench/latency.py is the full
 measurement.
+
+``--instructions`` counts instead the instructions each command executes (valgrind's
+callgrind, user space, one run per tree on a fresh copy of the store, hash seed fixed):
+a figure the machine's load does not move (repeated runs agree within ~0.5M), for
+telling apart changes of a few hundred microseconds. Time is not instructions (a
+cache miss costs more than an add): the ratio to ``import typer`` in instructions is
+higher than in CPU time.
 """
 
 from __future__ import annotations
@@ -41,6 +49,11 @@ def main() -> None:
         help="a copy of this store for each tree (else 50 facts written by BASE, shared)",
     )
     parser.add_argument("--query", default="auth tokens", help="what `recall` asks")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="instructions executed (valgrind --tool=callgrind) instead of times",
+    )
     args = parser.parse_args()
     trees = {"base": args.base, "new": args.new}
     COMMANDS["recall"] = ["recall", args.query]
@@ -76,11 +89,53 @@ def main() -> None:
         wall = (time.perf_counter() - started) * 1000
         return wall, (usage.ru_utime + usage.ru_stime) * 1000
 
+    def instructions(tree: str, argv: list[str]) -> int:
+        """User-space instructions of one fresh process under callgrind."""
+        if args.store and tree in databases:  # every command on the store as given
+            shutil.copy(args.store, databases[tree])
+            for suffix in ("-wal", "-shm"):
+                if os.path.exists(databases[tree] + suffix):
+                    os.remove(databases[tree] + suffix)
+        command = argv if tree == "typer" else ["-m", "nervamem", *argv]
+        result = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+            + [sys.executable, *command],
+            env={
+                **env,
+                "PYTHONHASHSEED": "0",
+                "NERVAMEM_DB": databases.get(tree, ""),
+                "PYTHONPATH": trees.get(tree, ""),
+                "PYTHONPYCACHEPREFIX": os.path.join(scratch, f"pycache-{tree}"),
+            },
+            capture_output=True,
+            text=True,
+            cwd=scratch,
+        )
+        counts = [line for line in result.stderr.splitlines() if "Collected :" in line]
+        if not counts:
+            sys.exit(f"valgrind gave no count for {tree} {argv}: {result.stderr[-300:]}")
+        return int(counts[-1].split(":")[-1].strip().replace(",", ""))
+
     try:
         if not args.store:
             run("base", ["init"])
             for i in range(50):
                 run("base", ["store", "fact", f"fact {i} about auth tokens and logins"])
+        if args.instructions:
+            run("typer", ["-c", "import typer"])  # bytecode caches
+            for tree in trees:
+                for argv in COMMANDS.values():
+                    run(tree, argv)
+            typer_count = instructions("typer", ["-c", "import typer"])
+            print(f"python -c 'import typer': {typer_count / 1e6:.1f}M instructions")
+            print("command     base / new (M instructions)   new/base   x typer base / new")
+            for name, argv in COMMANDS.items():
+                base, new = (instructions(tree, argv) for tree in trees)
+                print(
+                    f"{name:10s}  {base / 1e6:7.1f} / {new / 1e6:7.1f}           "
+                    f"{new / base:.3f}      {base / typer_count:.2f} / {new / typer_count:.2f}"
+                )
+            return
         typer: list[tuple[float, float]] = []
         for tree in trees:  # warm-up: bytecode caches
             for argv in COMMANDS.values():

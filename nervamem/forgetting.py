@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from . import nodes, writing
 from .sessions import forget_active_session
+from .storage.engine import IGNORE_EXISTING_EDGE
 
 if TYPE_CHECKING:
     from .models import ForgetResult
@@ -93,7 +94,8 @@ def delete_purged(storage: Storage, node_id: str, *, relink: bool) -> tuple[str,
             "INSERT INTO mem_edges (src, dst, kind, created_at) "
             "SELECT newer.src, older.dst, 'SUPERSEDES', ? FROM mem_edges newer "
             "JOIN mem_edges older ON older.src = newer.dst AND older.kind = 'SUPERSEDES' "
-            "WHERE newer.dst = ? AND newer.kind = 'SUPERSEDES' ON CONFLICT DO NOTHING",
+            "WHERE newer.dst = ? AND newer.kind = 'SUPERSEDES'"
+            + IGNORE_EXISTING_EDGE[storage.engine],
             (storage.now(), node_id),
         )
     forget_active_session(storage, node_id)

@@ -11,6 +11,7 @@ form (``f-3a9c``), looked up through an index on the random part (m003).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable
@@ -31,9 +32,17 @@ RANDOM_DIGITS = 16
 # The fewest hex digits of the random part a short ID shows and a short reference must
 # give: fewer would make a lookup read a large share of the store's index.
 MIN_SHORT_DIGITS = 4
-_SHORT_REF = re.compile(
-    r"^(s|f|d|a|o|e|p|pr)-([0-9a-f]{" + f"{MIN_SHORT_DIGITS},{RANDOM_DIGITS}" + "})$"
-)
+
+
+@functools.cache
+def _short_ref() -> re.Pattern[str]:
+    """The pattern of a short reference, compiled on first use: only resolving what a
+    person typed needs it, not a command's start-up."""
+    return re.compile(
+        r"^(s|f|d|a|o|e|p|pr)-([0-9a-f]{" + f"{MIN_SHORT_DIGITS},{RANDOM_DIGITS}" + "})$"
+    )
+
+
 PREFIX_KIND = {prefix: kind for kind, prefix in KIND_PREFIX.items()}  # "f" -> "fact"
 
 RandomSource = Callable[[], int]
@@ -57,5 +66,5 @@ def short_form(node_id: str, digits: int) -> str:
 
 def parse_short(ref: str) -> tuple[str, str] | None:
     """``f-3a9c`` -> (kind, random-part prefix); None when ``ref`` is not that form."""
-    match = _SHORT_REF.match(ref)
+    match = _short_ref().match(ref)
     return (PREFIX_KIND[match[1]], match[2]) if match else None

@@ -14,6 +14,7 @@ user) is bad input (exit 2); no home folder for the default store is an unusable
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -33,10 +34,15 @@ GRAPH_FILE = "graph.graphml"
 SHOWN_PATH_CHARS = 80
 # A store named by one of these is a PostgreSQL database (docs/postgres.md).
 URL_SCHEMES = ("postgresql://", "postgres://")
-# What looks like a URL rather than a path: ``scheme:/`` (a scheme of two characters or
-# more, so that ``C:/`` stays a Windows path) or ``://`` anywhere. Such a value that is
-# not a PostgreSQL URL is a typo (``psql://``, ``postgresql:/``), never an SQLite path.
-_URL_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/|://")
+
+
+@functools.cache
+def _url_like() -> re.Pattern[str]:
+    """What looks like a URL rather than a path: ``scheme:/`` (a scheme of two characters
+    or more, so that ``C:/`` stays a Windows path) or ``://`` anywhere. Such a value that
+    is not a PostgreSQL URL is a typo (``psql://``, ``postgresql:/``), never an SQLite
+    path."""
+    return re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/|://")
 
 
 def shown_path(path: str | os.PathLike[str]) -> str:
@@ -111,7 +117,9 @@ def store_url(name: str) -> str:
 def refuse_url_like(text: str, source: str) -> None:
     """BadInputError for a value that looks like a URL but is not a PostgreSQL one; the
     value is not quoted: it may hold a password."""
-    if _URL_LIKE.search(text.strip()):
+    # Both of _url_like()'s forms hold ":/": a path without it is answered without compiling
+    # the pattern (every command that names its store, at start-up).
+    if ":/" in text and _url_like().search(text.strip()):
         raise BadInputError(
             f"{source} looks like a URL but is not a postgresql:// or postgres:// one "
             "(not shown: it may hold a password); give a PostgreSQL URL or the path of "

@@ -33,7 +33,7 @@ from . import writing
 from .errors import BadInputError, StoreError
 from .ids import ID_PATTERN
 from .kinds import STORABLE_KINDS
-from .storage.engine import SQLITE, Connection, dialect_of
+from .storage.engine import IGNORE_EXISTING_EDGE, SQLITE, Connection, dialect_of
 from .storage.event_log import (
     CHANGE_TYPES,
     EVENT_FILE,
@@ -267,7 +267,10 @@ def _apply_changes(
             continue
         _require(conn, named, present, own)
         if kind == "edge":
-            conn.execute(_EDGE_INSERT + "(?,?,?,?,?)" + _IGNORE, _edge_row(change))
+            conn.execute(
+                _EDGE_INSERT + "(?,?,?,?,?)" + IGNORE_EXISTING_EDGE[dialect_of(conn)],
+                _edge_row(change),
+            )
             if change["kind"] == "SUPERSEDES":
                 reopen.add(change["dst"])
         else:
@@ -509,7 +512,9 @@ def _apply_chunk(
     writing.insert_rows(conn, _NODE_INSERT, nodes, 9, variables, _IGNORE)
     reopen = {row[0] for row in nodes if writing.STATED_END in row[8]}
     edges = [_edge_row(c) for _, e in chunk for c in e["changes"] if c["type"] == "edge"]
-    writing.insert_rows(conn, _EDGE_INSERT, edges, 5, variables, _IGNORE)
+    writing.insert_rows(
+        conn, _EDGE_INSERT, edges, 5, variables, IGNORE_EXISTING_EDGE[dialect_of(conn)]
+    )
     reopen.update(row[1] for row in edges if row[2] == "SUPERSEDES")
     for _, event in chunk:
         for change in event["changes"]:

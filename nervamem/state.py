@@ -14,7 +14,7 @@ write lock, so that no command writes back a state it read before another's chan
 
 from __future__ import annotations
 
-import json
+import functools
 import os
 import re
 from collections.abc import Mapping
@@ -27,12 +27,20 @@ from .ids import ID_PATTERN
 STATE_FILE = "state.yaml"
 DEFAULT_NAMESPACE = "default"
 MAX_STATE_CHARS = 64 * 1024
-NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
-# A line of the form nervamem writes: a key and a JSON null, string or flat object of
-# strings (``sessions``).
-_FAST_LINE = re.compile(
-    r'^([a-z_]+): (null|"(?:[^"\\]|\\.)*"|\{(?:[^"{}\\]|"(?:[^"\\]|\\.)*")*\})$'
-)
+
+
+# Both patterns are compiled on first use: a command on a store without a state file and
+# without --ns needs neither (start-up).
+@functools.cache
+def namespace_pattern() -> re.Pattern[str]:
+    return re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+
+
+@functools.cache
+def _fast_line() -> re.Pattern[str]:
+    """A line of the form nervamem writes: a key and a JSON null, string or flat object
+    of strings (``sessions``)."""
+    return re.compile(r'^([a-z_]+): (null|"(?:[^"\\]|\\.)*"|\{(?:[^"{}\\]|"(?:[^"\\]|\\.)*")*\})$')
 
 
 class State:
@@ -114,7 +122,7 @@ class State:
 
 
 def validate_namespace(name: str) -> str:
-    if not NAMESPACE_PATTERN.match(name):
+    if not namespace_pattern().match(name):
         raise BadInputError(
             f"invalid namespace {name[:40]!r}: use 1-64 letters, digits, '.', '_' or '-'"
         )
@@ -143,6 +151,8 @@ def load_state(db_path: Path) -> State:
 
 def state_text(state: State) -> str:
     """The state as nervamem writes it (state.yaml, or a store on a server)."""
+    import json  # here: a command that reads no state file never needs it (start-up)
+
     return (
         "# nervamem state: the active namespace, its session, and the session left active\n"
         "# in each namespace. Written by nervamem.\n"
@@ -217,11 +227,13 @@ def _copy_access(fd: int, tmp: Path, replaced: os.stat_result) -> None:
 
 
 def _parse_fast(text: str) -> dict[str, Any] | None:
+    import json
+
     values: dict[str, Any] = {}
     for line in text.splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        match = _FAST_LINE.match(line)
+        match = _fast_line().match(line)
         if not match:
             return None
         values[match.group(1)] = json.loads(match.group(2))
@@ -257,13 +269,13 @@ def _validate(raw: dict[str, Any], path: Path | str) -> State:
     sessions = raw.get("sessions") or {}
     if namespace is None:
         namespace = DEFAULT_NAMESPACE
-    if not isinstance(namespace, str) or not NAMESPACE_PATTERN.match(namespace):
+    if not isinstance(namespace, str) or not namespace_pattern().match(namespace):
         raise StateError(f"{path}: 'namespace' is not a valid namespace name; fix or delete it")
     if session is not None and (not isinstance(session, str) or not ID_PATTERN.match(session)):
         raise StateError(f"{path}: 'session' is not a session ID; fix or delete it")
     if not isinstance(sessions, dict) or not all(
         isinstance(ns, str)
-        and NAMESPACE_PATTERN.match(ns)
+        and namespace_pattern().match(ns)
         and isinstance(sid, str)
         and ID_PATTERN.match(sid)
         for ns, sid in sessions.items()

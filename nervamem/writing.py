@@ -38,7 +38,7 @@ from .errors import BadInputError
 from .ids import ID_PATTERN, KIND_PREFIX, random_bits
 from .kinds import STORABLE_KINDS
 from .locate import graph_path_beside
-from .storage.engine import SQLITE, Connection, dialect_of
+from .storage.engine import IGNORE_EXISTING_EDGE, SQLITE, Connection, dialect_of
 from .timeparse import format_time, parse_time
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ class _Pending:
             "INSERT INTO mem_edges (src, dst, kind, created_at, data) VALUES ",
             edges,
             _EDGE_COLUMNS,
-            " ON CONFLICT DO NOTHING",
+            IGNORE_EXISTING_EDGE[self.storage.engine],
         )
         self.known.clear()
 

@@ -98,11 +98,14 @@ def test_node_and_edge_kinds_are_declared_once_and_the_schema_agrees() -> None:
     from nervamem.ids import KIND_PREFIX
     from nervamem.kinds import EDGE_KINDS, NODE_KINDS
     from nervamem.recall.packing import SECTIONS
+    from nervamem.storage.migrations import EDGE_KIND_CODES
 
     schema = (PACKAGE / "storage" / "schema.sql").read_text(encoding="utf-8")
     nodes_table = schema[schema.index("CREATE TABLE mem_nodes") :]
     edges_table = schema[schema.index("CREATE TABLE mem_edges") :]
     assert sorted(_check_values(nodes_table, "kind")) == sorted(NODE_KINDS)
     assert sorted(_check_values(edges_table, "kind")) == sorted(EDGE_KINDS)
+    # m007's codes (a frozen copy: a migration creates what it created when written).
+    assert EDGE_KIND_CODES == EDGE_KINDS
     assert sorted(KIND_PREFIX) == sorted(NODE_KINDS)
     assert sorted(kind for kind, _ in SECTIONS) == sorted(NODE_KINDS)

@@ -17,11 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from nervamem import MemoryStore
 from nervamem.cli import app as whole_app
-from nervamem.cli import options, startup
+from nervamem.cli import options, root, startup
 from nervamem.code.languages import GRAMMAR_MODULES
 from tests.conftest import CountingRandom, FakeClock
 
@@ -111,10 +113,19 @@ def test_hot_commands_import_no_heavy_library(
 
 
 # What each hot command needs of nervamem itself; everything else stays unloaded.
+# A command imports only the command-group module that registers it (cli/root.py).
+OTHER_GROUPS = tuple(f"nervamem.cli.{group}" for group in root.GROUPS if group != "memory_commands")
 NOT_LOADED = {
-    "--version": ("sqlite3", "dataclasses", "nervamem.store", "nervamem.models"),
-    "store": ("dataclasses", "nervamem.models", "nervamem.recall"),
-    "recall": ("nervamem.writing",),
+    "--version": (
+        "sqlite3",
+        "dataclasses",
+        "nervamem.store",
+        "nervamem.models",
+        "nervamem.cli.memory_commands",
+        *OTHER_GROUPS,
+    ),
+    "store": ("dataclasses", "nervamem.models", "nervamem.recall", *OTHER_GROUPS),
+    "recall": ("nervamem.writing", *OTHER_GROUPS),
 }
 
 
@@ -183,6 +194,80 @@ def test_lazy_models_are_ordinary_frozen_dataclasses() -> None:
     namespace: dict[str, object] = {}
     exec("from nervamem.models import *", namespace)
     assert namespace["Stats"] is models.Stats
+
+
+FROZEN_MODELS = [
+    "Node",
+    "RecallItem",
+    "RecallResult",
+    "TimelineItem",
+    "ForgetResult",
+    "NamespaceInfo",
+    "CurrentContext",
+    "Stats",
+    "InitResult",
+    "SyncReport",
+]
+VALUES = st.one_of(
+    st.none(),
+    st.integers(-3, 3),
+    st.text(max_size=3),
+    st.tuples(st.text(max_size=2)),
+    st.dictionaries(st.text(max_size=2), st.integers(0, 2), max_size=2),
+)
+
+
+@pytest.mark.parametrize("name", FROZEN_MODELS)
+@given(data=st.data())
+def test_frozen_models_behave_as_dataclasses_builds_them(name: str, data: st.DataObject) -> None:
+    # models.py builds them without compiling methods; dataclasses' own twin is the oracle.
+    import dataclasses
+
+    from nervamem import models
+
+    cls = getattr(models, name)
+    fields = dataclasses.fields(cls)
+    twin = dataclasses.make_dataclass(
+        name,
+        [
+            (
+                f.name,
+                f.type,
+                dataclasses.field(default=f.default, default_factory=f.default_factory),
+            )
+            for f in fields
+        ],
+        frozen=True,
+    )
+    required = [f for f in fields if f.default is f.default_factory is dataclasses.MISSING]
+    given_count = data.draw(st.integers(len(required), len(fields)))
+    values = [data.draw(VALUES) for _ in range(given_count)]
+    keywords = data.draw(st.integers(0, given_count))
+    args = values[: given_count - keywords]
+    kwargs = {
+        f.name: v for f, v in zip(fields[len(args) : given_count], values[len(args) :], strict=True)
+    }
+    ours, theirs = cls(*args, **kwargs), twin(*args, **kwargs)
+    assert repr(ours) == repr(theirs)
+    assert dataclasses.asdict(ours) == dataclasses.asdict(theirs)
+    assert dataclasses.replace(ours) == ours
+    other = [data.draw(VALUES) for _ in fields]
+    assert (cls(*other) == ours) == (twin(*other) == theirs)
+    assert (ours == theirs) is False and ours.__eq__(theirs) is NotImplemented
+    hashable = all(isinstance(v, (str, int, tuple, type(None))) for v in dataclasses.astuple(ours))
+    if hashable:
+        assert hash(ours) == hash(theirs)
+    for attempt in (lambda: setattr(ours, fields[0].name, 1), lambda: delattr(ours, "x")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            attempt()
+    with pytest.raises(TypeError):
+        cls(*values, *other)
+    if required:
+        with pytest.raises(TypeError):
+            cls()
+    with pytest.raises(TypeError):
+        cls(*args, no_such_field=1, **kwargs)
+    assert ours.__match_args__ == theirs.__match_args__  # type: ignore[attr-defined]
 
 
 def test_state_is_an_immutable_value() -> None:
@@ -292,8 +377,11 @@ def test_store_and_recall_beside_a_mixed_graph_import_no_parser(
 
 # ---------------------------------------------------------------------------- trimmed tree
 def invoker(
-    monkeypatch: pytest.MonkeyPatch, db: Path, *, trimmed: bool
+    monkeypatch: pytest.MonkeyPatch, db: Path, *, trimmed: str = ""
 ) -> Callable[..., tuple[int, str, str]]:
+    """Runs commands on the whole tree, or on the tree ``trimmed`` makes of them:
+    "app_for" (the whole app trimmed) or "command_tree" (what main() runs: the invoked
+    command's module alone, trimmed)."""
     clock, random = FakeClock(), CountingRandom()
 
     def factory(path: str | None, namespace: str | None) -> MemoryStore:
@@ -304,7 +392,11 @@ def invoker(
     def run(*args: str) -> tuple[int, str, str]:
         monkeypatch.setattr(options, "store_factory", factory)
         monkeypatch.setenv("NERVAPACK_MEMORY_DB", str(db))
-        app = startup.app_for(whole_app, list(args)) if trimmed else whole_app
+        app = whole_app
+        if trimmed == "app_for":
+            app = startup.app_for(whole_app, list(args))
+        elif trimmed == "command_tree":
+            app = root.command_tree(list(args))
         result = runner.invoke(app, list(args))
         return result.exit_code, result.stdout, result.stderr
 
@@ -340,12 +432,13 @@ SEQUENCES = [
 ]
 
 
+@pytest.mark.parametrize("how", ["app_for", "command_tree"])
 @pytest.mark.parametrize("sequence", SEQUENCES, ids=["version", "workflow", "errors"])
 def test_trimmed_command_tree_behaves_like_the_whole_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sequence: list[tuple[str, ...]]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sequence: list[tuple[str, ...]], how: str
 ) -> None:
-    whole = invoker(monkeypatch, tmp_path / "whole" / "memory.db", trimmed=False)
-    trimmed = invoker(monkeypatch, tmp_path / "trimmed" / "memory.db", trimmed=True)
+    whole = invoker(monkeypatch, tmp_path / "whole" / "memory.db")
+    trimmed = invoker(monkeypatch, tmp_path / "trimmed" / "memory.db", trimmed=how)
     for args in sequence:
         expected = whole(*args)
         got = trimmed(*args)
@@ -374,3 +467,49 @@ def test_main_trims_only_what_it_recognises() -> None:
     assert names(["recall", "--help"]) == ["recall"]
     assert names(["--", "recall"]) == everything
     assert names(["nope"]) == everything
+
+
+# ---------------------------------------------------------------------------- first-call work
+def test_only_w_h_and_o_match_themselves_case_insensitively() -> None:
+    # What lets recall/when.py answer most queries without compiling its pattern.
+    import re
+
+    letters = re.compile("[who]", re.IGNORECASE)
+    odd = [c for c in map(chr, range(sys.maxunicode + 1)) if letters.fullmatch(c)]
+    assert sorted(odd) == sorted("whoWHO")
+
+
+@given(
+    st.lists(
+        st.sampled_from(["when did", "WHEN WAS", "how long", "How many days", "what year"])
+        | st.sampled_from(["which week", "w", "h", "o", "W", "ı", "İ", "ſ", " ", "x", "?"])
+        | st.text(max_size=3),
+        max_size=6,
+    )
+)
+def test_asks_for_time_compiles_nothing_it_would_need(parts: list[str]) -> None:
+    from nervamem.recall import when
+
+    query = "".join(parts)
+    assert when.asks_for_time(query) is (when._asking().search(query) is not None)
+
+
+@given(st.lists(st.text()))
+def test_json_strings_is_json_dumps(values: list[str]) -> None:
+    from nervamem.nodes import json_strings
+
+    assert json_strings(values) == json.dumps(values)
+
+
+@given(st.text(alphabet="ab:/\\C. -+x0", max_size=12))
+def test_url_like_paths_are_refused_with_or_without_the_pattern(text: str) -> None:
+    from nervamem import locate
+    from nervamem.errors import BadInputError
+
+    looks_like_url = locate._url_like().search(text.strip()) is not None
+    try:
+        locate.refuse_url_like(text, "the store path")
+    except BadInputError:
+        assert looks_like_url
+    else:
+        assert not looks_like_url

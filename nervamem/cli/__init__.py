@@ -3,13 +3,48 @@
 root.py makes the app and composes the command groups (memory_commands.py,
 session_commands.py, code_commands.py), which share options.py and edge.py; startup.py
 holds the start-up tricks and typer_compat.py every use of Typer's private modules.
+Importing this package imports none of them: main() imports what its command needs, and
+``app`` (the whole tree) is made on first use.
 """
 
 from __future__ import annotations
 
-from .startup import cyclic_gc_paused
+import sys
+from typing import TYPE_CHECKING, Any
 
-with cyclic_gc_paused():
-    from .root import app, main
+from .startup import cyclic_gc_paused, freeze_start_up_objects, skip_collection_at_exit
+
+if TYPE_CHECKING:
+    from .root import app
 
 __all__ = ["app", "main"]
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Run one command: ``argv`` in-process, or, with None, the process's arguments as
+    its entry point (the console script, ``python -m nervamem``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    # Typer, Click and the invoked command's tree are imported and built with the cyclic
+    # GC paused (startup.py). The process entry point then freezes them before the GC is
+    # on again: turned on first, its next collection would traverse every one of them.
+    with cyclic_gc_paused():
+        from .root import command_tree
+
+        tree = command_tree(args)
+        if argv is None:
+            freeze_start_up_objects()
+    if argv is not None:
+        return tree(args=args, prog_name="nervamem")
+    try:
+        return tree(args=args, prog_name="nervamem")
+    finally:
+        skip_collection_at_exit()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        with cyclic_gc_paused():
+            from .root import whole_app
+
+            return whole_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

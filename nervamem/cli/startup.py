@@ -14,7 +14,11 @@ unchanged install in 40-120 interleaved rounds (median CPU time; the machine was
 - ``cyclic_gc_paused()``, no cyclic GC while the CLI and Typer are imported: 22 fewer
   collections, but under 1 ms (below the noise of 120 rounds of ``import nervamem.cli``);
 - ``freeze_start_up_objects()``, those objects frozen before the command runs: 7-13 ms
-  of ``recall`` (issue 21, bench/results.md "Performance, round 2").
+  of ``recall`` (issue 21, bench/results.md "Performance, round 2"); since round 3 with
+  the GC still paused (cli/__init__.py main()), which saves the generation-0 collection
+  over all of them that turning it back on first triggered (~10M instructions);
+- ``invoked_command()``, the name root.command_tree() imports the one command-group
+  module of (``--version``: none).
 
 Nothing here imports Typer: the first trick must run before Typer is imported.
 """
@@ -80,10 +84,36 @@ def skip_collection_at_exit() -> None:
 ROOT_VALUE_OPTIONS = frozenset({"--db", "--ns", "--format", "-f", "--tokenizer"})
 
 
-def _command_name(info: CommandInfo) -> str:
+def command_name(info: CommandInfo) -> str:
     """The name Typer gives a registered command (its function name, dashed)."""
     callback_name = info.callback.__name__ if info.callback else ""
     return str(info.name or callback_name.lower().replace("_", "-"))
+
+
+# What invoked_command() answers for ``--version`` / ``-V`` alone: no command is needed.
+VERSION_ONLY = ""
+
+
+def invoked_command(args: list[str]) -> str | None:
+    """The name of the top-level command or group that ``args`` invoke; VERSION_ONLY for
+    ``--version`` alone; None when the whole tree is needed: help, completion, no command
+    or ``--`` (listings and suggestions stay complete)."""
+    if os.environ.get("_NERVAMEM_COMPLETE"):
+        return None
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg in ("-h", "--help", "--"):
+            return None
+        if arg in ROOT_VALUE_OPTIONS:
+            index += 2
+        elif arg.startswith("-"):
+            index += 1
+        else:
+            return arg
+    if args and all(arg in ("-V", "--version") for arg in args):
+        return VERSION_ONLY
+    return None
 
 
 def app_for(app: typer.Typer, args: list[str]) -> typer.Typer:
@@ -99,31 +129,16 @@ def app_for(app: typer.Typer, args: list[str]) -> typer.Typer:
     ``registered_groups`` lists when it is called (tests/test_lazy_imports.py runs
     whole and trimmed trees side by side, and fails if a Typer release changes that).
     """
-    if os.environ.get("_NERVAMEM_COMPLETE"):
-        return app
-    name = None
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        if arg in ("-h", "--help", "--"):
-            return app
-        if arg in ROOT_VALUE_OPTIONS:
-            index += 2
-        elif arg.startswith("-"):
-            index += 1
-        else:
-            name = arg
-            break
+    name = invoked_command(args)
     if name is None:
-        if args and all(arg in ("-V", "--version") for arg in args):
-            trimmed = copy.copy(app)
-            trimmed.registered_commands, trimmed.registered_groups = [], []
-            return trimmed
         return app
-    commands = [info for info in app.registered_commands if _command_name(info) == name]
-    groups = [info for info in app.registered_groups if info.name == name]
-    if not commands and not groups:
-        return app
+    if name == VERSION_ONLY:
+        commands, groups = [], []
+    else:
+        commands = [info for info in app.registered_commands if command_name(info) == name]
+        groups = [info for info in app.registered_groups if info.name == name]
+        if not commands and not groups:
+            return app
     trimmed = copy.copy(app)
     trimmed.registered_commands, trimmed.registered_groups = commands, groups
     return trimmed

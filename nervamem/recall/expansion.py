@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from ..storage.engine import POSTGRESQL, Connection, dialect_of
 from .candidates import NODE_COLUMNS, Candidate, NodeRow, among, degrees
+from .expansion_sqlite import newest_neighbours
 from .mask import KnownAt, mask_sql
 
 EXPANSION_DECAY = 0.6
@@ -163,12 +164,19 @@ def neighbours(conn: Connection, ids: Sequence[str]) -> dict[str, list[str]]:
     result = {
         node_id: sorted(near, reverse=True)[:EXPANSION_FANOUT] for node_id, near in found.items()
     }
+    sqlite = dialect_of(conn) != POSTGRESQL
     for node_id in ids:
         if node_id not in result:
-            result[node_id] = [
-                row[0]
-                for row in conn.execute(NEIGHBOURS_SQL, {"id": node_id, "fanout": EXPANSION_FANOUT})
-            ]
+            result[node_id] = (
+                newest_neighbours(conn, node_id, EXPANSION_EDGES, EXPANSION_FANOUT)
+                if sqlite
+                else [
+                    row[0]
+                    for row in conn.execute(
+                        NEIGHBOURS_SQL, {"id": node_id, "fanout": EXPANSION_FANOUT}
+                    )
+                ]
+            )
     return result
 
 

@@ -37,28 +37,41 @@ _MONTHS = "january|february|march|april|may|june|july|august|september|october|n
 
 
 @functools.cache
-def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """(asks for a time, says when), compiled on first use: most queries hold neither."""
-    asking = (
+def _asking() -> re.Pattern[str]:
+    """The pattern of a query that asks for a time, compiled on first use."""
+    return re.compile(
         rf"\b(?:when (?:{_AUXILIARIES})|how long|what (?:date|day|year|month|time|week)"
-        r"|which (?:date|day|year|month|week)|how many (?:days|weeks|months|years))\b"
+        r"|which (?:date|day|year|month|week)|how many (?:days|weeks|months|years))\b",
+        re.IGNORECASE,
     )
-    saying = (
+
+
+@functools.cache
+def _saying() -> re.Pattern[str]:
+    """The pattern of a text that says when, compiled on first use: only a query that asks
+    for a time needs it (~6M instructions to compile, ~2 ms of a fresh recall)."""
+    return re.compile(
         r"\b(?:yesterday|today|tonight|tomorrow|recently|ago|since"
-        rf"|(?:{_COUNTS}) (?:{_UNITS})s?|(?:{_WEEKDAYS})s?|{_MONTHS}|(?:19|20)\d\d)\b"
+        rf"|(?:{_COUNTS}) (?:{_UNITS})s?|(?:{_WEEKDAYS})s?|{_MONTHS}|(?:19|20)\d\d)\b",
+        re.IGNORECASE,
     )
-    return re.compile(asking, re.IGNORECASE), re.compile(saying, re.IGNORECASE)
 
 
 def asks_for_time(query: str) -> bool:
     """Whether the query asks when something happened or how long it took."""
-    return _patterns()[0].search(query) is not None
+    # Every phrase of _asking() starts with "wh" or "ho", and no character but W, H and O
+    # of either case matches those letters case-insensitively: a query without either
+    # pair (most) cannot match, and is answered without compiling the pattern.
+    lowered = query.lower()
+    if "wh" not in lowered and "ho" not in lowered:
+        return False
+    return _asking().search(query) is not None
 
 
 def says_when(text: str) -> bool:
     """Whether a memory's text places something in time (a relative time, a weekday, a
     month or a year)."""
-    return _patterns()[1].search(text) is not None
+    return _saying().search(text) is not None
 
 
 def favour_times(candidates: Iterable[Candidate], query: str) -> None:

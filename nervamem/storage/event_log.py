@@ -62,10 +62,15 @@ BEGIN INSERT INTO nervamem_outbox (change) VALUES (json_object(
     'namespace', new.namespace, 'valid_from', new.valid_from, 'valid_until', new.valid_until,
     'recorded_at', new.recorded_at, 'confidence', new.confidence, 'data', json(new.data)));
 END""",
-    """CREATE TEMP TRIGGER IF NOT EXISTS nervamem_event_edge AFTER INSERT ON main.mem_edges
-BEGIN INSERT INTO nervamem_outbox (change) VALUES (json_object(
-    'type', 'edge', 'src', new.src, 'dst', new.dst, 'kind', new.kind,
-    'created_at', new.created_at, 'data', json(new.data)));
+    # On mem_links, the table behind the view mem_edges (migrations.m007_edges_by_seq):
+    # the edge as mem_edges shows it.
+    """CREATE TEMP TRIGGER IF NOT EXISTS nervamem_event_edge AFTER INSERT ON main.mem_links
+BEGIN INSERT INTO nervamem_outbox (change) SELECT json_object(
+    'type', 'edge', 'src', s.id, 'dst', d.id, 'kind', k.kind,
+    'created_at', coalesce(new.created_at, s.recorded_at),
+    'data', json(coalesce(new.data, '{}')))
+    FROM main.mem_nodes s, main.mem_nodes d, main.mem_edge_kinds k
+    WHERE s.seq = new.src AND d.seq = new.dst AND k.code = new.kind;
 END""",
     """CREATE TEMP TRIGGER IF NOT EXISTS nervamem_event_alias AFTER INSERT ON main.mem_aliases
 BEGIN INSERT INTO nervamem_outbox (change) VALUES (json_object(

@@ -189,6 +189,174 @@ def m006_event_log(conn: sqlite3.Connection) -> None:
     )
 
 
+# m007's objects. The edge kinds are written out (not taken from kinds.py) because a
+# migration must create what it created when it was written. Their codes: the commonest
+# first, as SQLite stores 0 and 1 in no bytes at all.
+EDGE_KIND_CODES = (
+    "ABOUT",
+    "OCCURRED_IN",
+    "SUPERSEDES",
+    "CONTRADICTS",
+    "CAUSED",
+    "DERIVED_FROM",
+    "TOUCHES",
+)
+_LINKS_TABLE = """CREATE TABLE mem_links (
+    src        INTEGER NOT NULL REFERENCES mem_nodes (seq) ON DELETE CASCADE,
+    kind       INTEGER NOT NULL CHECK (kind BETWEEN 0 AND 6),  -- mem_edge_kinds.code
+    dst        INTEGER NOT NULL REFERENCES mem_nodes (seq) ON DELETE CASCADE,
+    created_at TEXT,                            -- NULL: the src node's recorded_at
+    data       TEXT CHECK (data IS NULL OR json_valid(data)),  -- NULL: '{}'
+    PRIMARY KEY (src, kind, dst)
+) WITHOUT ROWID"""
+# The edge table as every feature reads it, the same columns and values as before m007
+# (and as PostgreSQL's table).
+_EDGES_VIEW = """CREATE VIEW mem_edges (src, dst, kind, created_at, data) AS
+SELECT s.id, d.id, k.kind, coalesce(l.created_at, s.recorded_at), coalesce(l.data, '{}')
+FROM mem_edge_kinds k CROSS JOIN mem_links l ON l.kind = k.code
+JOIN mem_nodes s ON s.seq = l.src JOIN mem_nodes d ON d.seq = l.dst"""
+_SEQ_OF = "(SELECT seq FROM mem_nodes WHERE id = {})"
+_CODE_OF = "(SELECT code FROM mem_edge_kinds WHERE kind = {})"
+_STORED_CREATED_AT = (
+    "nullif({0}.created_at, (SELECT recorded_at FROM mem_nodes WHERE id = {0}.src))"
+)
+_LINK_OF_OLD = (
+    f"src = {_SEQ_OF.format('old.src')} AND kind = {_CODE_OF.format('old.kind')} "
+    f"AND dst = {_SEQ_OF.format('old.dst')}"
+)
+# Nodes with at most this many edges have no row in mem_node_degree: mem_degree counts
+# their edges where it is read (two index seeks), as it does for every memory of a
+# typical store; hubs and sessions keep theirs.
+DEGREE_KEPT_ABOVE = 32
+_EDGE_COUNT = (
+    "(SELECT count(*) FROM mem_links WHERE src = {0}) + "
+    "(SELECT count(*) FROM mem_links WHERE dst = {0})"
+)
+_KEEP_DEGREE = (
+    "INSERT INTO mem_node_degree (seq, degree) SELECT {0}, "
+    + _EDGE_COUNT
+    + " WHERE NOT EXISTS (SELECT 1 FROM mem_node_degree WHERE seq = {0}) "
+    "AND (SELECT count(*) FROM (SELECT 1 FROM mem_links WHERE src = {0} UNION ALL "
+    f"SELECT 1 FROM mem_links WHERE dst = {{0}} LIMIT {DEGREE_KEPT_ABOVE + 1})) "
+    f"> {DEGREE_KEPT_ABOVE}"
+)
+_DEGREE_VIEW = (
+    "CREATE VIEW mem_degree (node_id, degree) AS SELECT n.id, coalesce((SELECT g.degree "
+    "FROM mem_node_degree g WHERE g.seq = n.seq), " + _EDGE_COUNT.format("n.seq") + ") "
+    "FROM mem_nodes n"
+)
+_EDGES_TRIGGERS = (
+    # An unknown ID makes a NULL seq and fails NOT NULL, as the foreign key failed before.
+    # A duplicate is left as it is, as the features' ON CONFLICT DO NOTHING did (SQLite
+    # refuses an upsert on a view, so the features leave it out here: see
+    # engine.IGNORE_EXISTING_EDGE).
+    f"""CREATE TRIGGER mem_edges_insert INSTEAD OF INSERT ON mem_edges BEGIN
+    SELECT RAISE(ABORT, 'NOT NULL constraint failed: mem_edges.created_at')
+        WHERE new.created_at IS NULL;
+    INSERT INTO mem_links (src, kind, dst, created_at, data)
+        SELECT {_SEQ_OF.format("new.src")}, {_CODE_OF.format("new.kind")},
+            {_SEQ_OF.format("new.dst")},
+            {_STORED_CREATED_AT.format("new")}, nullif(new.data, '{{}}')
+        WHERE true ON CONFLICT DO NOTHING;
+END""",
+    f"""CREATE TRIGGER mem_edges_delete INSTEAD OF DELETE ON mem_edges BEGIN
+    DELETE FROM mem_links WHERE {_LINK_OF_OLD};
+END""",
+    f"""CREATE TRIGGER mem_edges_update INSTEAD OF UPDATE ON mem_edges BEGIN
+    UPDATE mem_links SET src = {_SEQ_OF.format("new.src")},
+        kind = {_CODE_OF.format("new.kind")},
+        dst = {_SEQ_OF.format("new.dst")}, created_at = {_STORED_CREATED_AT.format("new")},
+        data = nullif(new.data, '{{}}')
+        WHERE {_LINK_OF_OLD};
+END""",
+    # Degrees, as m002's triggers kept them, by seq and only above DEGREE_KEPT_ABOVE: a
+    # node with a row gets +1 per end; one without gets a row, with its count, when it
+    # passes the threshold (the count stops there, so a hub is never counted). Both
+    # UPDATEs go first: a row made by the second part already counts this edge.
+    f"""CREATE TRIGGER mem_links_degree_insert AFTER INSERT ON mem_links BEGIN
+    UPDATE mem_node_degree SET degree = degree + 1 WHERE seq = new.src;
+    UPDATE mem_node_degree SET degree = degree + 1 WHERE seq = new.dst;
+    {_KEEP_DEGREE.format("new.src")};
+    {_KEEP_DEGREE.format("new.dst")};
+END""",
+    """CREATE TRIGGER mem_links_degree_delete AFTER DELETE ON mem_links BEGIN
+    UPDATE mem_node_degree SET degree = degree - 1 WHERE seq = old.src;
+    UPDATE mem_node_degree SET degree = degree - 1 WHERE seq = old.dst;
+END""",
+    """CREATE TRIGGER mem_nodes_degree_delete AFTER DELETE ON mem_nodes BEGIN
+    DELETE FROM mem_node_degree WHERE seq = old.seq;
+END""",
+)
+
+
+def m007_edges_by_seq(conn: sqlite3.Connection) -> None:
+    """Edges and degrees keyed by the nodes' integer ``seq`` instead of their text IDs
+    (issue 21: bytes per memory). A 31-character ID was stored about seven times per
+    memory: both ends of each edge, again in the index on ``dst``, and as ``mem_degree``'s
+    key. ``mem_links (src, kind, dst, created_at, data)`` holds the seqs (1-3 bytes
+    each), the kind as a code of ``mem_edge_kinds`` (0 bytes for ABOUT and OCCURRED_IN,
+    1 for the others, where its name took 5-12), ``created_at`` only where it differs
+    from the src node's ``recorded_at`` (an edge written with its memory, nearly all of
+    them, stores NULL), ``data`` only when it is not ``{}``. ``mem_node_degree (seq,
+    degree)`` keeps the degree of a node with more than DEGREE_KEPT_ABOVE edges only;
+    ``mem_degree`` counts the others' (a node with none has degree 0 there, where m002's
+    table had no row: the same to a reader).
+
+    Design: ``mem_edges`` and ``mem_degree`` stay, as VIEWs with the same columns and
+    values, joining mem_nodes for the IDs; INSTEAD OF triggers turn an INSERT, DELETE or
+    UPDATE of an edge into one of mem_links. So every feature's SQL stays the text that
+    PostgreSQL (whose mem_edges keeps its text keys) runs too, and the event log, export,
+    sync, purge and the code bridge see the edges they saw before. The alternative,
+    explicit joins in every edge query chosen by ``storage.engine``, would fork ~40
+    statements across ten modules for bytes the views save as well. What a view costs:
+    an upsert on a view is refused, so on SQLite the features insert edges without
+    ``ON CONFLICT DO NOTHING`` and the trigger ignores the duplicate
+    (``engine.IGNORE_EXISTING_EDGE``); ``changes()`` and ``cursor.rowcount`` do not count
+    rows a trigger writes (no feature reads them for edges); triggers ``AFTER INSERT ON
+    mem_edges`` must be on mem_links (the event log's). The planner flattens the views:
+    ``WHERE src = ? AND kind = ?`` reads mem_edge_kinds' index and the ID index, then
+    mem_links' primary key, then the dst node by seq; ``WHERE dst = ? AND kind = ?`` the
+    same, then mem_links_dst. The CROSS JOIN keeps the seven kinds in the outer loop:
+    otherwise, not knowing that table is tiny, SQLite reads all of a hub's edges for
+    ``dst IN (...) AND kind IN (...)`` and drops the other kinds after. The price: a
+    query that names no kind runs once per kind (seven seeks instead of one; an export
+    scans mem_links seven times).
+
+    Purge: mem_links' foreign keys cascade as mem_edges' did, and each delete fires the
+    degree trigger. The links are copied in primary-key order and the dst index made
+    after them, so both are written densely. A store that has mem_links already (its
+    version number was set back by hand) is left as it is."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'mem_links'").fetchone():
+        return
+    conn.execute(
+        "CREATE TABLE mem_edge_kinds (code INTEGER PRIMARY KEY, kind TEXT NOT NULL UNIQUE)"
+    )
+    conn.executemany(
+        "INSERT INTO mem_edge_kinds (code, kind) VALUES (?, ?)", enumerate(EDGE_KIND_CODES)
+    )
+    conn.execute(_LINKS_TABLE)
+    conn.execute(
+        "INSERT INTO mem_links (src, kind, dst, created_at, data) "
+        "SELECT s.seq, k.code, d.seq, nullif(e.created_at, s.recorded_at), "
+        "nullif(e.data, '{}') FROM mem_edges e JOIN mem_edge_kinds k ON k.kind = e.kind "
+        "JOIN mem_nodes s ON s.id = e.src JOIN mem_nodes d ON d.id = e.dst ORDER BY 1, 2, 3"
+    )
+    conn.execute("CREATE INDEX mem_links_dst ON mem_links (dst, kind)")
+    conn.execute("DROP TRIGGER mem_nodes_degree_delete")
+    conn.execute("DROP TABLE mem_degree")
+    conn.execute("DROP TABLE mem_edges")  # its index and degree triggers with it
+    conn.execute("CREATE TABLE mem_node_degree (seq INTEGER PRIMARY KEY, degree INTEGER NOT NULL)")
+    conn.execute(
+        "INSERT INTO mem_node_degree (seq, degree) SELECT seq, count(*) FROM "
+        "(SELECT src AS seq FROM mem_links UNION ALL SELECT dst FROM mem_links) "
+        f"GROUP BY seq HAVING count(*) > {DEGREE_KEPT_ABOVE} ORDER BY seq"
+    )
+    conn.execute(_EDGES_VIEW)
+    conn.execute(_DEGREE_VIEW)
+    for statement in _EDGES_TRIGGERS:
+        conn.execute(statement)
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_node_degree", m002_node_degree),
@@ -196,6 +364,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m004_search_index_repair", m004_search_index_repair),
     ("m005_search_rationale", m005_search_rationale),
     ("m006_event_log", m006_event_log),
+    ("m007_edges_by_seq", m007_edges_by_seq),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from .engine import IGNORE_EXISTING_EDGE
+
 if TYPE_CHECKING:
     from .engine import Storage
 
@@ -42,8 +44,8 @@ def link(
     storage: Storage, src: str, dst: str, kind: str, data: dict[str, Any] | None = None
 ) -> None:
     storage.connection.execute(
-        "INSERT INTO mem_edges (src, dst, kind, created_at, data) VALUES (?, ?, ?, ?, ?) "
-        "ON CONFLICT DO NOTHING",
+        "INSERT INTO mem_edges (src, dst, kind, created_at, data) VALUES (?, ?, ?, ?, ?)"
+        + IGNORE_EXISTING_EDGE[storage.engine],
         (src, dst, kind, storage.now(), json.dumps(data or {}, sort_keys=True)),
     )
 

@@ -86,3 +86,20 @@ def test_the_trimmer_knows_every_root_option_that_takes_a_value() -> None:
         for opt in param.opts
     }
     assert takes_value == startup.ROOT_VALUE_OPTIONS
+
+
+def _registered(app: typer.Typer) -> list[str]:
+    return [startup.command_name(info) for info in app.registered_commands] + [
+        str(info.name) for info in app.registered_groups
+    ]
+
+
+def test_groups_name_what_each_module_registers() -> None:
+    # main() imports only the module that GROUPS names for the invoked command.
+    from nervamem.cli import root
+
+    assert set(root.GROUPS) == GROUP_MODULES
+    for group, names in root.GROUPS.items():
+        assert sorted(_registered(root.build_app((group,)))) == sorted(names), group
+    assert sorted(_registered(app)) == sorted(n for names in root.GROUPS.values() for n in names)
+    assert _registered(root.build_app(())) == []
