@@ -8,13 +8,14 @@ because the store is read-only or briefly locked, and the count is not worth an 
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..errors import StoreError
 from ..storage.engine import SQLITE
 
 if TYPE_CHECKING:
     from ..storage.engine import Storage
+    from ..storage.sqlite import Storage as SQLiteStorage
 
 
 def count_accesses(storage: Storage, ids: list[str]) -> None:
@@ -59,7 +60,7 @@ def count_accesses(storage: Storage, ids: list[str]) -> None:
         conn.execute("BEGIN IMMEDIATE")
         storage.bookkeeping = True  # written outside a transaction(): see sqlite.close()
         conn.executemany(sql, rows)
-        conn.execute("COMMIT")
+        cast("SQLiteStorage", storage).commit_bookkeeping()
     except sqlite3.Error:
         if getattr(conn, "in_transaction", False):  # sqlite3.Connection's
             conn.execute("ROLLBACK")

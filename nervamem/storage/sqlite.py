@@ -44,6 +44,7 @@ from .engine import SQLITE
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
+    from .checkpoint import Checkpointer
     from .event_log import EventLog
     from .write_queue import WriteQueue
 
@@ -87,6 +88,11 @@ class Storage(StorageBase):
         # Whether this connection wrote in a transaction() (and ``bookkeeping``, in StorageBase:
         # a recall's access counts, recall/access_counts.py). See close().
         self.wrote = False
+        # Access-count commits so far, and from the second on the thread that checkpoints
+        # for them (commit_bookkeeping).
+        self._bookkeeping_commits = 0
+        self._checkpointer: Checkpointer | None = None
+        self._autocheckpoint = 0
         # Writers take turns in a queue (write_queue.py), made at the first write after
         # _open(): not while it migrates, so that a file that turns out to be another
         # program's database gets no lock files beside it.
@@ -221,7 +227,40 @@ class Storage(StorageBase):
                 )
                 self.connection.execute(f"PRAGMA user_version = {index}")
 
+    def commit_bookkeeping(self) -> None:
+        """COMMIT a recall's access counts (recall/access_counts.py). From the second
+        such commit of this store on, without SQLite's automatic checkpoint in it: a
+        thread checkpoints every CHECKPOINT_EVERY of them instead (checkpoint.py), so no
+        recall waits for a checkpoint's fsyncs."""
+        conn = self.connection
+        self._bookkeeping_commits += 1
+        checkpointer = self._checkpointer
+        if checkpointer is None and self._bookkeeping_commits == 2:
+            self._autocheckpoint = int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+            if self._autocheckpoint > 0:  # else nothing checkpoints the WAL on commit
+                from .checkpoint import Checkpointer
+
+                checkpointer = self._checkpointer = Checkpointer(
+                    str(self.path), _skip_checkpoint_on_close
+                )
+        if checkpointer is None or not checkpointer.running:
+            conn.execute("COMMIT")
+            return
+        from .checkpoint import CHECKPOINT_EVERY
+
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        try:
+            conn.execute("COMMIT")
+        finally:
+            conn.execute(f"PRAGMA wal_autocheckpoint = {self._autocheckpoint}")
+        if self._bookkeeping_commits % CHECKPOINT_EVERY == 0:
+            checkpointer.request()
+
     def close(self) -> None:
+        if self._checkpointer is not None:
+            # First: its connection must not be the last to close (that one checkpoints).
+            self._checkpointer.close()
+            self._checkpointer = None
         if self.bookkeeping and not self.wrote:
             # Only access counts were written: leave them in the -wal for the next
             # writer's checkpoint instead of checkpointing (two fsyncs, ~10 ms) as the
