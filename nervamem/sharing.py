@@ -45,6 +45,7 @@ from .storage.event_log import (
     events_folder_beside,
     folder_stamp,
     named_ids,
+    nodes_first,
 )
 
 if TYPE_CHECKING:
@@ -245,7 +246,9 @@ def _apply_changes(
     conn = storage.connection
     reopen: set[str] = set()
     purged: list[str] = []
-    for change in event["changes"]:
+    # Nodes first: an event written before they were listed first may name a node
+    # before stating it (a purge's relinking edge, review F-4).
+    for change in nodes_first(event["changes"]):
         kind = change["type"]
         if kind == "purge":
             if change["id"] not in purged_ids:
