@@ -73,14 +73,11 @@ def test_backfill_outside_a_repository_is_bad_input(cli: Run, tmp_path: Path) ->
     assert "git rev-parse" in result.stderr
 
 
-def test_the_hook_anchors_the_changed_function_not_the_package(repo: Path, tmp_path: Path) -> None:
-    """The repository is named like its package: the older hook passed -e rich, which
-    anchored every commit to rich/__init__.py."""
+def _foreground_hook(repo: Path, tmp_path: Path, db: Path) -> dict[str, str]:
+    """Install the post-commit hook in ``repo``, running this checkout's nervamem in the
+    foreground on ``db``; the environment a commit needs for it."""
     import sys
 
-    from nervamem import MemoryStore
-
-    db = repo / ".nervapack" / "memory.db"
     shim = tmp_path / "bin" / "nervamem"
     shim.parent.mkdir()
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m nervamem "$@"\n', encoding="utf-8")
@@ -88,12 +85,21 @@ def test_the_hook_anchors_the_changed_function_not_the_package(repo: Path, tmp_p
     hook = repo / ".git" / "hooks" / "post-commit"
     shutil.copyfile(ROOT / "nervamem" / "git_hooks" / "post-commit", hook)
     hook.chmod(0o755)
-    env = {
+    return {
         "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
         "NERVAMEM_DB": str(db),
         "NERVAMEM_HOOK_FOREGROUND": "1",
         "PYTHONPATH": str(ROOT),
     }
+
+
+def test_the_hook_anchors_the_changed_function_not_the_package(repo: Path, tmp_path: Path) -> None:
+    """The repository is named like its package: the older hook passed -e rich, which
+    anchored every commit to rich/__init__.py."""
+    from nervamem import MemoryStore
+
+    db = repo / ".nervapack" / "memory.db"
+    env = _foreground_hook(repo, tmp_path, db)
     with MemoryStore(db) as memory:
         memory.index_code()
     (repo / "rich" / "__init__.py").write_text(
@@ -145,24 +151,10 @@ def test_hook_commands_refuse_a_store_that_needs_an_upgrade_instead_of_migrating
     so the hook was killed every time and commits went unrecorded in silence. The hook
     commands now fail at once with one line saying what to run, which the foreground
     hook shows; the store is left as it was until a plain command upgrades it."""
-    import sys
-
     db = repo / ".nervapack" / "memory.db"
     db.parent.mkdir()
     old = _store_before_the_last_migration(db, monkeypatch)
-    shim = tmp_path / "bin" / "nervamem"
-    shim.parent.mkdir()
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m nervamem "$@"\n', encoding="utf-8")
-    shim.chmod(0o755)
-    hook = repo / ".git" / "hooks" / "post-commit"
-    shutil.copyfile(ROOT / "nervamem" / "git_hooks" / "post-commit", hook)
-    hook.chmod(0o755)
-    env = {
-        "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
-        "NERVAMEM_DB": str(db),
-        "NERVAMEM_HOOK_FOREGROUND": "1",
-        "PYTHONPATH": str(ROOT),
-    }
+    env = _foreground_hook(repo, tmp_path, db)
     (repo / "rich" / "__init__.py").write_text("VERSION = '2'\n", encoding="utf-8")
     full = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | env
     done = subprocess.run(
