@@ -61,6 +61,16 @@ class SchemaTooNewError(StoreError):
     code = "schema_too_new"
 
 
+class SchemaUpgradeNeededError(StoreError):
+    """The store has an older schema and was opened without migrating (the git hooks:
+    a migration of a large store can outlast their time limit)."""
+
+    code = "schema_upgrade_needed"
+
+
+UPGRADE_NEEDED = "the store needs a schema upgrade: run 'nervamem stats' once"
+
+
 class StateError(StoreError):
     """state.yaml beside the store is unreadable or holds nonsense."""
 

@@ -63,14 +63,18 @@ class MemoryStore:
         clock: Clock | None = None,
         random_source: RandomSource | None = None,
         busy_timeout_ms: int | None = None,
+        migrate: bool = True,
     ) -> None:
         # A postgresql:// URL opens a PostgreSQL database, anything else an SQLite file.
+        # migrate=False: a store with an older schema is refused, not upgraded (the git
+        # hooks, whose time limit a large store's migration can outlast).
         self.storage: Storage = open_storage(
             db_path,
             namespace=namespace,
             clock=clock,
             random_source=random_source,
             busy_timeout_ms=busy_timeout_ms,
+            migrate=migrate,
         )
 
     # ------------------------------------------------------------------ the store itself

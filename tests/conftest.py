@@ -221,8 +221,10 @@ def cli(monkeypatch: pytest.MonkeyPatch, db_path: Path, clock: FakeClock) -> Cal
     ``stdout`` and ``stderr`` are separate."""
     random = CountingRandom()
 
-    def factory(db: str | None, namespace: str | None) -> MemoryStore:
-        return MemoryStore(db, namespace=namespace, clock=clock, random_source=random)
+    def factory(db: str | None, namespace: str | None, migrate: bool = True) -> MemoryStore:
+        return MemoryStore(
+            db, namespace=namespace, clock=clock, random_source=random, migrate=migrate
+        )
 
     monkeypatch.setattr(cli_options, "store_factory", factory)
     monkeypatch.setenv("NERVAPACK_MEMORY_DB", str(db_path))

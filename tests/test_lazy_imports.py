@@ -384,8 +384,10 @@ def invoker(
     command's module alone, trimmed)."""
     clock, random = FakeClock(), CountingRandom()
 
-    def factory(path: str | None, namespace: str | None) -> MemoryStore:
-        return MemoryStore(path, namespace=namespace, clock=clock, random_source=random)
+    def factory(path: str | None, namespace: str | None, migrate: bool = True) -> MemoryStore:
+        return MemoryStore(
+            path, namespace=namespace, clock=clock, random_source=random, migrate=migrate
+        )
 
     runner = CliRunner()
 

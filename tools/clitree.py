@@ -227,6 +227,11 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
         "with exit status 1 and changes nothing (default 60000).",
     ),
     (
+        "NERVAMEM_NO_UPGRADE",
+        "1: a store that needs a schema upgrade is refused (exit status 1), not upgraded; "
+        "the git hooks set it.",
+    ),
+    (
         "NERVAMEM_AUTHOR",
         "The author a shared store's events name (else git's author e-mail).",
     ),

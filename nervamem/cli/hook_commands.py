@@ -50,7 +50,11 @@ def hooks_record(
       nervamem hooks record 3f2a9c1 --format json
     """
     output = output_format(ctx, fmt)
-    with open_store(ctx, namespace, create=True) as memory:
+    # Never a schema migration here: on a large store it outlasts the hook's time limit,
+    # and the hook is killed every time (docs/guide-git-hooks.md, "Upgrading").
+    with open_store(
+        ctx, namespace, create=True, never_upgrade=True, after_upgrade="nervamem hooks backfill"
+    ) as memory:
         result = memory.record_commit(repo or Path.cwd(), rev)
     emit("hooks_record", result, output)
 

@@ -97,23 +97,43 @@ def root_settings(ctx: typer.Context) -> Settings:
     return obj if isinstance(obj, Settings) else Settings()
 
 
-def _default_store_factory(db: str | None, namespace: str | None) -> "MemoryStore":
+def _default_store_factory(
+    db: str | None, namespace: str | None, migrate: bool = True
+) -> "MemoryStore":
     from ..store import MemoryStore
 
-    return MemoryStore(db, namespace=namespace)
+    return MemoryStore(db, namespace=namespace, migrate=migrate)
 
 
 # Tests replace this to inject a fixed clock and ID source into every command.
 store_factory = _default_store_factory
 
 
+# Set by the git hook scripts: a command they run refuses a store that needs a schema
+# upgrade instead of upgrading it (a large store's migration outlasts their time limit).
+ENV_NO_UPGRADE = "NERVAMEM_NO_UPGRADE"
+
+
 def open_store(
-    ctx: typer.Context, namespace: str | None = None, *, create: bool = False
+    ctx: typer.Context,
+    namespace: str | None = None,
+    *,
+    create: bool = False,
+    never_upgrade: bool = False,
+    after_upgrade: str | None = None,
 ) -> "MemoryStore":
     """The store the command works on. Only ``init`` and the commands that write
     (``create=True``) may create it: a read of an explicit ``--db`` path that does not
     exist fails (exit 1) instead of answering from a new, empty store left behind, as a
-    mistyped path would."""
+    mistyped path would.
+
+    A store with an older schema is upgraded, unless ``never_upgrade`` (``hooks
+    record``, which only the post-commit hook runs) or NERVAMEM_NO_UPGRADE=1 (set by
+    the hook scripts): then the command fails at once (exit 1,
+    ``schema_upgrade_needed``), its message naming ``after_upgrade``, the command that
+    catches up on what it did not do."""
+    import os
+
     root = root_settings(ctx)
     from ..locate import is_store_url
 
@@ -127,7 +147,17 @@ def open_store(
                 f"no store at {shown_path(path)}: check the path, or create it with "
                 f"'nervamem --db {shown_path(root.db)} init'"
             )
-    return store_factory(root.db, namespace if namespace is not None else root.namespace)
+    namespace = namespace if namespace is not None else root.namespace
+    if not never_upgrade and os.environ.get(ENV_NO_UPGRADE) != "1":
+        return store_factory(root.db, namespace)
+    from ..errors import UPGRADE_NEEDED, SchemaUpgradeNeededError
+
+    try:
+        return store_factory(root.db, namespace, migrate=False)
+    except SchemaUpgradeNeededError:
+        if after_upgrade is None:
+            raise
+        raise SchemaUpgradeNeededError(f"{UPGRADE_NEEDED}, then '{after_upgrade}'") from None
 
 
 def output_format(ctx: typer.Context, fmt: str | None) -> str:

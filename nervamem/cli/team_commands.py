@@ -44,7 +44,7 @@ def sync(
     """
     output = output_format(ctx, fmt)
     # It writes: in a fresh clone, the first sync (a hook's) makes the cache.
-    with open_store(ctx, create=True) as memory:
+    with open_store(ctx, create=True, after_upgrade="nervamem sync") as memory:
         memory.current()  # as every command: a broken state.yaml is said first
         report = memory.sync(full=full, rebuild=rebuild)
     _finish("sync", report, output)

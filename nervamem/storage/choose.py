@@ -33,9 +33,11 @@ def open_storage(
     clock: Callable[[], datetime] | None = None,
     random_source: RandomSource | None = None,
     busy_timeout_ms: int | None = None,
+    migrate: bool = True,
 ) -> Storage:
     """The engine for ``name`` (a path or URL; None: the environment, then the project
-    or home store, as locate.py orders them)."""
+    or home store, as locate.py orders them). ``migrate=False``: a store with an older
+    schema is refused (SchemaUpgradeNeededError) instead of upgraded."""
     chosen = name if name is not None else store_name_in_environment()
     if chosen is not None and is_url(os.fspath(chosen)):
         from .postgres import PostgresStorage
@@ -46,6 +48,7 @@ def open_storage(
             clock=clock,
             random_source=random_source,
             busy_timeout_ms=busy_timeout_ms,
+            migrate=migrate,
         )
     from .sqlite import Storage as SqliteStorage
 
@@ -55,4 +58,5 @@ def open_storage(
         clock=clock,
         random_source=random_source,
         busy_timeout_ms=busy_timeout_ms,
+        migrate=migrate,
     )

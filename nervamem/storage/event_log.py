@@ -298,9 +298,9 @@ class EventLog:
 
         recorded_at = format_time(moment)
         event_id = new_event_id(int(moment.timestamp() * 1000), random())
-        changes = [
-            change for change in (_normal(json.loads(text)) for text in raw) if change is not None
-        ]
+        changes = nodes_first(
+            [change for change in (_normal(json.loads(text)) for text in raw) if change is not None]
+        )
         if not changes:
             return None
         for change in changes:
@@ -434,6 +434,27 @@ def _month_key(month: Path) -> str:
 def named_ids(change: dict[str, Any]) -> set[str]:
     """The node IDs a change is about (its own, an edge's ends, an alias's entity)."""
     return {str(change[key]) for key in ("id", "src", "dst", "entity_id") if key in change}
+
+
+def nodes_first(changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An event's changes in their order, except that a node named by an earlier change
+    (an edge or alias written before the node it names) moves to the front: a purge's
+    relinking edge is inserted before the purge states again the newer version whose
+    event file it removes, and an importer checks each change's references against what
+    it holds (review F-4). A node change names only itself, so moving it earlier
+    changes nothing else; an event in order comes back as it is."""
+    named: set[str] = set()
+    early: set[str] = set()
+    for change in changes:
+        if change["type"] == "node":
+            if change["id"] in named:
+                early.add(change["id"])
+        else:
+            named.update(named_ids(change))
+    if not early:
+        return changes
+    moved = [c for c in changes if c["type"] == "node" and c["id"] in early]
+    return moved + [c for c in changes if not (c["type"] == "node" and c["id"] in early)]
 
 
 def _normal(change: dict[str, Any]) -> dict[str, Any] | None:

@@ -57,9 +57,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from ..errors import (
+    UPGRADE_NEEDED,
     BadInputError,
     ConnectionLostError,
     SchemaTooNewError,
+    SchemaUpgradeNeededError,
     StoreError,
     StoreLockedError,
 )
@@ -280,8 +282,11 @@ class PostgresStorage(StorageBase):
         clock: Callable[[], datetime] | None = None,
         random_source: RandomSource | None = None,
         busy_timeout_ms: int | None = None,
+        migrate: bool = True,
     ) -> None:
         super().__init__()
+        # False: an older schema is refused (SchemaUpgradeNeededError), not migrated.
+        self.migrate = migrate
         url = store_url(url)
         self.url = url
         self.location = shown_url(url)
@@ -388,6 +393,8 @@ class PostgresStorage(StorageBase):
             )
         if version == SCHEMA_VERSION:
             return
+        if version > 0 and not self.migrate:
+            raise SchemaUpgradeNeededError(UPGRADE_NEEDED)
         with self.transaction():
             # Under the write lock: two processes opening a new database at once
             # migrate it once.

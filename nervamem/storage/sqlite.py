@@ -29,9 +29,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import (
+    UPGRADE_NEEDED,
     BadInputError,
     NervamemError,
     SchemaTooNewError,
+    SchemaUpgradeNeededError,
     StoreError,
     StoreLockedError,
 )
@@ -69,9 +71,12 @@ class Storage(StorageBase):
         clock: Clock | None = None,
         random_source: RandomSource | None = None,
         busy_timeout_ms: int | None = None,
+        migrate: bool = True,
     ) -> None:
         super().__init__()
         self.path = resolve_db_path(db_path)
+        # False: an older schema is refused (SchemaUpgradeNeededError), not migrated.
+        self.migrate = migrate
         self.location = str(self.path)
         self.clock = clock or utc_now
         self.random = random_source or random_bits
@@ -202,6 +207,8 @@ class Storage(StorageBase):
             )
         if version == SCHEMA_VERSION:
             return
+        if version > 0 and not self.migrate:
+            raise SchemaUpgradeNeededError(UPGRADE_NEEDED)
         if self.read_only:
             raise StoreError(f"{self.path} is read-only and needs a schema upgrade")
         with self.transaction():

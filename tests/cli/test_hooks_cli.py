@@ -73,14 +73,11 @@ def test_backfill_outside_a_repository_is_bad_input(cli: Run, tmp_path: Path) ->
     assert "git rev-parse" in result.stderr
 
 
-def test_the_hook_anchors_the_changed_function_not_the_package(repo: Path, tmp_path: Path) -> None:
-    """The repository is named like its package: the older hook passed -e rich, which
-    anchored every commit to rich/__init__.py."""
+def _foreground_hook(repo: Path, tmp_path: Path, db: Path) -> dict[str, str]:
+    """Install the post-commit hook in ``repo``, running this checkout's nervamem in the
+    foreground on ``db``; the environment a commit needs for it."""
     import sys
 
-    from nervamem import MemoryStore
-
-    db = repo / ".nervapack" / "memory.db"
     shim = tmp_path / "bin" / "nervamem"
     shim.parent.mkdir()
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m nervamem "$@"\n', encoding="utf-8")
@@ -88,12 +85,21 @@ def test_the_hook_anchors_the_changed_function_not_the_package(repo: Path, tmp_p
     hook = repo / ".git" / "hooks" / "post-commit"
     shutil.copyfile(ROOT / "nervamem" / "git_hooks" / "post-commit", hook)
     hook.chmod(0o755)
-    env = {
+    return {
         "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
         "NERVAMEM_DB": str(db),
         "NERVAMEM_HOOK_FOREGROUND": "1",
         "PYTHONPATH": str(ROOT),
     }
+
+
+def test_the_hook_anchors_the_changed_function_not_the_package(repo: Path, tmp_path: Path) -> None:
+    """The repository is named like its package: the older hook passed -e rich, which
+    anchored every commit to rich/__init__.py."""
+    from nervamem import MemoryStore
+
+    db = repo / ".nervapack" / "memory.db"
+    env = _foreground_hook(repo, tmp_path, db)
     with MemoryStore(db) as memory:
         memory.index_code()
     (repo / "rich" / "__init__.py").write_text(
@@ -108,3 +114,82 @@ def test_the_hook_anchors_the_changed_function_not_the_package(repo: Path, tmp_p
         assert detail.entities == ("rich/__init__.py::render",)
         assert "rich" not in detail.entities
         json.dumps(detail.data)  # plain data
+
+
+UPGRADE = "the store needs a schema upgrade: run 'nervamem stats' once, then "
+
+
+def _store_before_the_last_migration(db: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    """A store as the nervamem before the newest migration left it; its schema version."""
+    from nervamem import MemoryStore
+    from nervamem.storage import engine, migrations, sqlite
+
+    old = len(migrations.MIGRATIONS) - 1
+    with monkeypatch.context() as patch:
+        patch.setattr(sqlite, "MIGRATIONS", migrations.MIGRATIONS[:old])
+        patch.setattr(sqlite, "SCHEMA_VERSION", old)
+        patch.setitem(engine.IGNORE_EXISTING_EDGE, engine.SQLITE, " ON CONFLICT DO NOTHING")
+        with MemoryStore(db) as memory:
+            memory.store("fact", "written before the upgrade", entities=["render"])
+    return old
+
+
+def _version(db: Path) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_hook_commands_refuse_a_store_that_needs_an_upgrade_instead_of_migrating(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review F-6: a large store's migration outlasted the post-commit hook's time limit,
+    so the hook was killed every time and commits went unrecorded in silence. The hook
+    commands now fail at once with one line saying what to run, which the foreground
+    hook shows; the store is left as it was until a plain command upgrades it."""
+    db = repo / ".nervapack" / "memory.db"
+    db.parent.mkdir()
+    old = _store_before_the_last_migration(db, monkeypatch)
+    env = _foreground_hook(repo, tmp_path, db)
+    (repo / "rich" / "__init__.py").write_text("VERSION = '2'\n", encoding="utf-8")
+    full = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | env
+    done = subprocess.run(
+        ["git", "-C", str(repo), "-c", "core.hooksPath=.git/hooks", "-c", "user.name=t",
+         "-c", "user.email=t@example.com", "commit", "-q", "-am", "two"],
+        env=full, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == f"nervamem: error: {UPGRADE}'nervamem hooks backfill'"
+    assert "not recorded" in lines[1]
+    assert _version(db) == old  # not migrated, nothing written
+
+    from typer.testing import CliRunner
+
+    from nervamem.cli import app
+
+    runner = CliRunner()
+    record = runner.invoke(
+        app, ["--db", str(db), "-f", "json", "hooks", "record", "--repo", str(repo)]
+    )
+    assert record.exit_code == 1
+    error = json.loads(record.stderr)["error"]
+    assert error["code"] == "schema_upgrade_needed"
+    assert error["message"] == f"{UPGRADE}'nervamem hooks backfill'"
+    sync = runner.invoke(app, ["--db", str(db), "sync"], env={"NERVAMEM_NO_UPGRADE": "1"})
+    assert sync.exit_code == 1
+    assert sync.stderr == f"nervamem: error: {UPGRADE}'nervamem sync'\n"
+    assert _version(db) == old
+
+    # One plain command upgrades it; then the hook's command works and backfill catches up.
+    assert runner.invoke(app, ["--db", str(db), "stats"]).exit_code == 0
+    assert _version(db) > old
+    assert (
+        runner.invoke(app, ["--db", str(db), "hooks", "record", "--repo", str(repo)]).exit_code == 0
+    )
+    backfill = runner.invoke(app, ["--db", str(db), "hooks", "backfill", "--repo", str(repo)])
+    assert backfill.exit_code == 0, backfill.stderr

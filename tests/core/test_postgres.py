@@ -18,7 +18,13 @@ from typer.testing import CliRunner
 
 from nervamem import MemoryStore
 from nervamem.cli import app as cli_app
-from nervamem.errors import BadInputError, SchemaTooNewError, StoreError, StoreLockedError
+from nervamem.errors import (
+    BadInputError,
+    SchemaTooNewError,
+    SchemaUpgradeNeededError,
+    StoreError,
+    StoreLockedError,
+)
 from nervamem.storage.postgres import shown_url, translate, url_without_password
 from nervamem.storage.postgres_schema import MIGRATIONS, SCHEMA_VERSION
 from tests.conftest import store_fingerprint
@@ -134,6 +140,23 @@ def test_a_store_from_a_newer_nervamem_is_refused_untouched(db_path: str) -> Non
     result = run("--db", db_path, "store", "fact", "x")
     assert result.exit_code == 1
     assert "newer than this nervamem" in one_error_line(result)
+    assert store_fingerprint(db_path) == before
+
+
+def test_a_store_that_needs_an_upgrade_is_refused_untouched_without_migrating(
+    db_path: str,
+) -> None:
+    """The git hooks open the store without migrating (review F-6): an older schema
+    fails at once, saying what to run, and nothing changes."""
+    MemoryStore(db_path).close()
+    with psycopg.connect(db_path, autocommit=True) as conn:
+        conn.execute("DELETE FROM mem_migrations WHERE version = %s", (SCHEMA_VERSION,))
+    before = store_fingerprint(db_path)
+    with pytest.raises(SchemaUpgradeNeededError, match="run 'nervamem stats' once"):
+        MemoryStore(db_path, migrate=False)
+    result = run("--db", db_path, "stats", env={"NERVAMEM_NO_UPGRADE": "1"})
+    assert result.exit_code == 1
+    assert "needs a schema upgrade" in one_error_line(result)
     assert store_fingerprint(db_path) == before
 
 

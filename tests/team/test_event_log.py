@@ -620,6 +620,24 @@ def test_export_and_import_through_the_cli(cli: Run, tmp_path: Path) -> None:
     assert bad.stderr.startswith("nervamem: skipped stdin:")
 
 
+def test_an_imported_edge_of_an_unknown_kind_is_named(cli: Run, tmp_path: Path) -> None:
+    """Review F-1: the store's NOT NULL on mem_links.kind answered first, naming an
+    internal table; the event is checked, and the message names the kind and the valid
+    ones. Still exit 4 and the event skipped whole."""
+    cli("store", "decision", "Use JWT", "-e", "auth")
+    event = json.loads(cli("export").stdout)
+    for change in event["changes"]:
+        if change["type"] == "edge":
+            change["kind"] = "FOO"
+    other = tmp_path / "other.db"
+    bad = cli("--db", str(other), "import", "-", input=json.dumps(event) + "\n")
+    assert bad.exit_code == 4
+    line = bad.stderr.splitlines()[-1]
+    assert "unknown edge kind 'FOO'" in line and "SUPERSEDES" in line and "TOUCHES" in line
+    assert "mem_links" not in bad.stderr and "constraint" not in bad.stderr
+    assert cli("--db", str(other), "export").stdout == ""
+
+
 def test_import_of_an_unreadable_file_is_bad_input(cli: Run, tmp_path: Path) -> None:
     result = cli("import", str(tmp_path / "missing.jsonl"))
     assert result.exit_code == 2 and "cannot read" in result.stderr
