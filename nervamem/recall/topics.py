@@ -11,10 +11,10 @@ client retries a 503 response": 0.43 against 1.0). So when the query is a topic
 weighs TOPIC_DECISION_WEIGHT (:func:`favour_decisions`, after expansion, with or without
 hops, like the time rule of recall/when.py), but no more than TOPIC_DECISION_CEILING
 times the best relevance before it: the decision is raised to the top, not far above
-it, so a note that matched as well as the best stays close to it. Unbounded, a
-decision that holds the topic's words loosely ("Cache API client responses for 60
-seconds", 0.61 for "API client") pushed the notes that matched at 1.0 under half of its
-score, and ``--min-score 0.5`` left only the decisions. A decision that only session context or
+it, so a note that matched as well as the best stays close to it. Unbounded, a decision
+that holds the topic's words loosely ("Cache API client responses for 60 seconds", 0.61
+for "API client") pushed the notes that matched at 1.0 under half of its score, and
+``--min-score 0.5`` left only the decisions. A decision that only session context or
 graph expansion reached is about a neighbouring topic and keeps its weight. A question
 ("where does the API client get its base URL?") asks for something in particular, and
 the decision gets no such weight.
