@@ -2,7 +2,8 @@
 (one reading of the clock per transaction: every ID, ``recorded_at`` and default
 ``valid_from`` a transaction writes share it), and the active namespace and session,
 read through the engine's :meth:`StorageBase.read_state` (state.yaml beside an SQLite
-file, a row of ``mem_state`` on PostgreSQL)."""
+file, a row of ``mem_state`` on PostgreSQL), and what a schema version asks of the
+engine that opens it (:meth:`StorageBase.must_migrate`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..errors import BadInputError
+from ..errors import UPGRADE_NEEDED, BadInputError, SchemaTooNewError, SchemaUpgradeNeededError
 from ..ids import make_id
 from ..state import State, validate_namespace
 from ..timeparse import format_time
@@ -25,12 +26,32 @@ class StorageBase:
     random: RandomSource
     namespace_override: str | None
     transaction_time: datetime | None
+    location: str
+    # False: a store with an older schema is refused (SchemaUpgradeNeededError), not
+    # migrated (the git hooks, whose time limit a large store's migration can outlast).
+    migrate: bool
 
     def __init__(self) -> None:
         self._state: State | None = None
         # A state changed inside the transaction, written when it commits.
         self._state_pending = False
         self.bookkeeping = False
+
+    def must_migrate(self, version: int, latest: int) -> bool:
+        """Whether a store at schema ``version`` is to be migrated to ``latest``: not
+        when it is there; SchemaTooNewError past it; SchemaUpgradeNeededError when it is
+        older and was opened with ``migrate`` False (a new store, version 0, is always
+        made)."""
+        if version > latest:
+            raise SchemaTooNewError(
+                f"{self.location} has schema version {version}, newer than this nervamem "
+                f"understands ({latest}); upgrade nervamem to use it"
+            )
+        if version == latest:
+            return False
+        if version > 0 and not self.migrate:
+            raise SchemaUpgradeNeededError(UPGRADE_NEEDED)
+        return True
 
     def read_state(self) -> State:
         """The state as the store holds it now."""

@@ -57,11 +57,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from ..errors import (
-    UPGRADE_NEEDED,
     BadInputError,
     ConnectionLostError,
-    SchemaTooNewError,
-    SchemaUpgradeNeededError,
     StoreError,
     StoreLockedError,
 )
@@ -285,7 +282,6 @@ class PostgresStorage(StorageBase):
         migrate: bool = True,
     ) -> None:
         super().__init__()
-        # False: an older schema is refused (SchemaUpgradeNeededError), not migrated.
         self.migrate = migrate
         url = store_url(url)
         self.url = url
@@ -385,26 +381,16 @@ class PostgresStorage(StorageBase):
             create_migrations_table,
         )
 
-        version = applied_version(conn)
-        if version > SCHEMA_VERSION:
-            raise SchemaTooNewError(
-                f"{self.location} has schema version {version}, newer than this nervamem "
-                f"understands ({SCHEMA_VERSION}); upgrade nervamem to use it"
-            )
-        if version == SCHEMA_VERSION:
+        if not self.must_migrate(applied_version(conn), SCHEMA_VERSION):
             return
-        if version > 0 and not self.migrate:
-            raise SchemaUpgradeNeededError(UPGRADE_NEEDED)
         with self.transaction():
             # Under the write lock: two processes opening a new database at once
             # migrate it once.
             create_migrations_table(conn)
+            # Again under the lock: another process may have migrated it meanwhile.
             version = applied_version(conn)
-            if version > SCHEMA_VERSION:
-                raise SchemaTooNewError(
-                    f"{self.location} has schema version {version}, newer than this "
-                    f"nervamem understands ({SCHEMA_VERSION}); upgrade nervamem to use it"
-                )
+            if not self.must_migrate(version, SCHEMA_VERSION):
+                return
             self.created = version == 0
             for index, (name, migrate) in enumerate(MIGRATIONS, start=1):
                 if index <= version:

@@ -29,11 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import (
-    UPGRADE_NEEDED,
     BadInputError,
     NervamemError,
-    SchemaTooNewError,
-    SchemaUpgradeNeededError,
     StoreError,
     StoreLockedError,
 )
@@ -75,7 +72,6 @@ class Storage(StorageBase):
     ) -> None:
         super().__init__()
         self.path = resolve_db_path(db_path)
-        # False: an older schema is refused (SchemaUpgradeNeededError), not migrated.
         self.migrate = migrate
         self.location = str(self.path)
         self.clock = clock or utc_now
@@ -200,15 +196,8 @@ class Storage(StorageBase):
 
     def _migrate(self) -> None:
         version = int(self.connection.execute("PRAGMA user_version").fetchone()[0])
-        if version > SCHEMA_VERSION:
-            raise SchemaTooNewError(
-                f"{self.path} has schema version {version}, newer than this nervamem "
-                f"understands ({SCHEMA_VERSION}); upgrade nervamem to use it"
-            )
-        if version == SCHEMA_VERSION:
+        if not self.must_migrate(version, SCHEMA_VERSION):
             return
-        if version > 0 and not self.migrate:
-            raise SchemaUpgradeNeededError(UPGRADE_NEEDED)
         if self.read_only:
             raise StoreError(f"{self.path} is read-only and needs a schema upgrade")
         with self.transaction():
