@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 
 from nervamem import MemoryStore
 from nervamem.cli import app as cli_app
-from nervamem.cli import options as cli_options
+from nervamem.cli import context as cli_context
 
 START = datetime(2026, 7, 3, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -226,7 +226,7 @@ def cli(monkeypatch: pytest.MonkeyPatch, db_path: Path, clock: FakeClock) -> Cal
             db, namespace=namespace, clock=clock, random_source=random, migrate=migrate
         )
 
-    monkeypatch.setattr(cli_options, "store_factory", factory)
+    monkeypatch.setattr(cli_context, "store_factory", factory)
     monkeypatch.setenv("NERVAPACK_MEMORY_DB", str(db_path))
     runner = CliRunner()
 

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from nervamem import MemoryStore
 from nervamem.cli import app as whole_app
-from nervamem.cli import options, root, startup
+from nervamem.cli import context, root, startup
 from nervamem.code.languages import GRAMMAR_MODULES
 from tests.conftest import CountingRandom, FakeClock
 
@@ -392,7 +392,7 @@ def invoker(
     runner = CliRunner()
 
     def run(*args: str) -> tuple[int, str, str]:
-        monkeypatch.setattr(options, "store_factory", factory)
+        monkeypatch.setattr(context, "store_factory", factory)
         monkeypatch.setenv("NERVAPACK_MEMORY_DB", str(db))
         app = whole_app
         if trimmed == "app_for":

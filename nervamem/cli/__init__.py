@@ -4,7 +4,8 @@ root.py makes the app and composes the command groups (memory_commands.py,
 session_commands.py, code_commands.py), which share options.py and edge.py; startup.py
 holds the start-up tricks and typer_compat.py every use of Typer's private modules.
 Importing this package imports none of them: main() imports what its command needs, and
-``app`` (the whole tree) is made on first use.
+``app`` (the whole tree) is made on first use. ``store`` and ``recall``, written plainly,
+run without Typer (direct.py, over context.py).
 """
 
 from __future__ import annotations
@@ -28,11 +29,24 @@ def main(argv: list[str] | None = None) -> Any:
     # GC paused (startup.py). The process entry point then freezes them before the GC is
     # on again: turned on first, its next collection would traverse every one of them.
     with cyclic_gc_paused():
-        from .root import command_tree
+        # `store` and `recall` written plainly run without Typer (direct.py).
+        from .direct import parse, prepare, run
 
-        tree = command_tree(args)
+        call = parse(args)
+        if call is None:
+            from .root import command_tree
+
+            tree = command_tree(args)
+        else:
+            prepare(call)
         if argv is None:
             freeze_start_up_objects()
+    if call is not None:
+        try:
+            sys.exit(run(call, args))
+        finally:
+            if argv is None:
+                skip_collection_at_exit()
     if argv is not None:
         return tree(args=args, prog_name="nervamem")
     try:

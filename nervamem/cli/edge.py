@@ -11,39 +11,9 @@ from typing import Any
 import typer
 
 from ..errors import ExitCode, NervamemError
-from ..visible import visible
+from .context import ENV_DEBUG, report
 from .startup import ROOT_VALUE_OPTIONS
 from .typer_compat import CompletingGroup, Context, NoArgsIsHelpError, UsageError
-
-ENV_DEBUG = "NERVAMEM_DEBUG"
-
-
-def _wants_json(args: Sequence[str]) -> bool:
-    """Whether the failed command asked for JSON: the last --format/-f wins, as in Click."""
-    chosen = os.environ.get("NERVAMEM_FORMAT", "")
-    for index, arg in enumerate(args):
-        if arg == "--":
-            break
-        if arg in ("--format", "-f") and index + 1 < len(args):
-            chosen = args[index + 1]
-        elif arg.startswith("--format="):
-            chosen = arg.split("=", 1)[1]
-        elif arg.startswith("-f") and len(arg) > 2 and not arg.startswith("--"):
-            chosen = arg[2:]
-    return chosen.strip().lower() == "json"
-
-
-def report(code: str, exit_code: int, message: str, args: Sequence[str]) -> None:
-    # A message may echo what the user typed (an ID, an option, a path): one line, its
-    # controls escaped, in the JSON form too, since stderr is usually a person's terminal.
-    message = visible(" ".join(message.split()))
-    if _wants_json(args):
-        from ..render.json import error_line
-
-        sys.stderr.write(error_line(code, exit_code, message))
-    else:
-        sys.stderr.write(f"nervamem: error: {message}\n")
-    sys.stderr.flush()
 
 
 def hoist_root_options(group: Any, ctx: Context, args: list[str]) -> list[str]:

@@ -94,14 +94,14 @@ def mcp(
             "it ('nervamem mcp --print-config CLIENT' prints how)"
         )
     from ..mcp_server.tools import MemoryServer
-    from . import options
+    from . import context
 
     memory = MemoryServer(
         settings.db,
         namespace=settings.namespace,
         tokenizer=settings.tokenizer,
         # Looked up on the module, not imported by name: tests replace the factory.
-        store_factory=lambda db, namespace: options.store_factory(db, namespace),
+        store_factory=lambda db, namespace: context.store_factory(db, namespace),
     )
     try:
         memory.check()  # an unusable store fails here, as any command would, not per call

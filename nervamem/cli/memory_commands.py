@@ -14,7 +14,8 @@ from ..errors import BadInputError
 from ..kinds import NODE_KINDS, STORABLE_KINDS
 from ..render import emit
 from ..visible import visible
-from . import options
+from . import context, direct
+from .direct import read_stdin
 from .options import (
     TOKENIZER_CHOICES,
     FormatOption,
@@ -45,20 +46,6 @@ KindsOption = Annotated[
         autocompletion=_complete_any_kind,
     ),
 ]
-
-
-def _read_stdin(what: str) -> str:
-    if sys.stdin is None:
-        raise BadInputError(f"{what} '-' needs standard input")
-    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
-    if isinstance(data, str):
-        return data
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadInputError(
-            f"{what} on standard input is not valid UTF-8 (byte {exc.start})"
-        ) from None
 
 
 KnownAtOption = Annotated[
@@ -118,7 +105,7 @@ def init(
     above = None
     url = resolve_store(settings.db) if not global_ else None
     if isinstance(url, str):  # a PostgreSQL database: its schema, nothing on disk
-        memory = options.store_factory(url, None)
+        memory = context.store_factory(url, None)
         try:
             if shared:
                 memory.share()  # refused: a server is shared already
@@ -144,7 +131,7 @@ def init(
             above = None  # the home store is the fallback, not another project's store
     existed = target.exists()
     # Looked up on the module, not imported by name: tests replace the factory.
-    memory = options.store_factory(str(target), None)
+    memory = context.store_factory(str(target), None)
     try:
         written = memory.share() if shared else 0
         if memory.shared and not written:
@@ -239,28 +226,24 @@ def store(
       git log -1 --format=%B | nervamem store action -
       nervamem store fact "deploys are frozen" --valid-until 2026-12-04T18:00Z
     """
-    output = output_format(ctx, fmt)
-    text = _read_stdin("content") if content == "-" else content
-    with open_store(ctx, namespace, create=True) as memory:
-        node_id, anchoring = memory.store_anchored(
-            kind,
-            text,
-            entities=entity or (),
-            confidence=confidence,
-            valid_from=valid_from,
-            valid_until=valid_until,
-            supersedes=supersedes or None,
-            contradicts=contradicts or (),
-            caused_by=caused_by or (),
-            derived_from=derived_from or (),
-            rationale=rationale,
-            rejected=rejected or (),
-            session=session,
-        )
-    for warning in anchoring.warnings if anchoring else ():
-        # Warnings name entities (user text) and go to a person's terminal.
-        sys.stderr.write(f"nervamem: warning: {visible(warning)}\n")
-    emit("id", node_id, output)
+    direct.store_memory(
+        root_settings(ctx),
+        kind,
+        content,
+        entity=entity,
+        confidence=confidence,
+        valid_from=valid_from,
+        valid_until=valid_until,
+        supersedes=supersedes,
+        contradicts=contradicts,
+        caused_by=caused_by,
+        derived_from=derived_from,
+        rationale=rationale,
+        rejected=rejected,
+        session=session,
+        namespace=namespace,
+        fmt=fmt,
+    )
 
 
 def recall(
@@ -308,20 +291,19 @@ def recall(
       nervamem recall netrc --min-score 0.3
       nervamem recall "auth mechanism" --known-at 2026-03-15   # what we knew then
     """
-    output = output_format(ctx, fmt)
-    text = _read_stdin("query") if query == "-" else query
-    with open_store(ctx, namespace) as memory:
-        result = memory.recall(
-            text,
-            budget_tokens=budget,
-            as_of=as_of,
-            kinds=kind or None,
-            hops=hops,
-            tokenizer=tokenizer or root_settings(ctx).tokenizer,
-            min_score=min_score,
-            known_at=known_at,
-        )
-    emit("recall", result, output)
+    direct.recall_memories(
+        root_settings(ctx),
+        query,
+        budget=budget,
+        as_of=as_of,
+        known_at=known_at,
+        kind=kind,
+        hops=hops,
+        namespace=namespace,
+        fmt=fmt,
+        tokenizer=tokenizer,
+        min_score=min_score,
+    )
 
 
 def timeline(
@@ -340,7 +322,7 @@ def timeline(
       nervamem timeline auth --known-at 2026-03-15   # as it was recorded by then
     """
     output = output_format(ctx, fmt)
-    text = _read_stdin("query") if query == "-" else query
+    text = read_stdin("query") if query == "-" else query
     with open_store(ctx, namespace) as memory:
         items = memory.timeline(text, limit=limit, known_at=known_at)
     emit("timeline", items, output)

@@ -1,8 +1,8 @@
 """What every command group shares: the option types declared once, the root settings,
 and the two things each command does first (choose the output format, open the store).
 
-Command modules import from here and never from one another. ``store_factory`` is the
-one place a store is made: tests replace it to inject a fixed clock and ID source.
+Command modules import from here and never from one another. The parts that need no
+Typer live in context.py (``context.store_factory``, the one place a store is made).
 """
 
 # No "from __future__ import annotations" here: Typer reads the option types below on
@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..render import resolve_format
+from . import context
+from .context import Settings
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -26,27 +27,6 @@ def choices(values: "tuple[str, ...] | list[str]") -> str:
 
 
 TOKENIZER_CHOICES = ("char", "tiktoken")
-
-
-class Settings:
-    """The root options, shared with every command through the context.
-
-    A plain class: @dataclass would cost ~1 ms (and the dataclasses import) per call.
-    """
-
-    __slots__ = ("db", "namespace", "fmt", "tokenizer")
-
-    def __init__(
-        self,
-        db: str | None = None,
-        namespace: str | None = None,
-        fmt: str | None = None,
-        tokenizer: str | None = None,
-    ) -> None:
-        self.db = db
-        self.namespace = namespace
-        self.fmt = fmt
-        self.tokenizer = tokenizer
 
 
 def complete_namespace(ctx: typer.Context, incomplete: str) -> list[str]:
@@ -97,23 +77,6 @@ def root_settings(ctx: typer.Context) -> Settings:
     return obj if isinstance(obj, Settings) else Settings()
 
 
-def _default_store_factory(
-    db: str | None, namespace: str | None, migrate: bool = True
-) -> "MemoryStore":
-    from ..store import MemoryStore
-
-    return MemoryStore(db, namespace=namespace, migrate=migrate)
-
-
-# Tests replace this to inject a fixed clock and ID source into every command.
-store_factory = _default_store_factory
-
-
-# Set by the git hook scripts: a command they run refuses a store that needs a schema
-# upgrade instead of upgrading it (a large store's migration outlasts their time limit).
-ENV_NO_UPGRADE = "NERVAMEM_NO_UPGRADE"
-
-
 def open_store(
     ctx: typer.Context,
     namespace: str | None = None,
@@ -122,43 +85,15 @@ def open_store(
     never_upgrade: bool = False,
     after_upgrade: str | None = None,
 ) -> "MemoryStore":
-    """The store the command works on. Only ``init`` and the commands that write
-    (``create=True``) may create it: a read of an explicit ``--db`` path that does not
-    exist fails (exit 1) instead of answering from a new, empty store left behind, as a
-    mistyped path would.
-
-    A store with an older schema is upgraded, unless ``never_upgrade`` (``hooks
-    record``, which only the post-commit hook runs) or NERVAMEM_NO_UPGRADE=1 (set by
-    the hook scripts): then the command fails at once (exit 1,
-    ``schema_upgrade_needed``), its message naming ``after_upgrade``, the command that
-    catches up on what it did not do."""
-    import os
-
-    root = root_settings(ctx)
-    from ..locate import is_store_url
-
-    if not create and root.db is not None and not is_store_url(root.db):
-        from ..errors import StoreMissingError
-        from ..locate import given_path, shown_path
-
-        path = given_path(root.db, "the store path")
-        if not path.exists():
-            raise StoreMissingError(
-                f"no store at {shown_path(path)}: check the path, or create it with "
-                f"'nervamem --db {shown_path(root.db)} init'"
-            )
-    namespace = namespace if namespace is not None else root.namespace
-    if not never_upgrade and os.environ.get(ENV_NO_UPGRADE) != "1":
-        return store_factory(root.db, namespace)
-    from ..errors import UPGRADE_NEEDED, SchemaUpgradeNeededError
-
-    try:
-        return store_factory(root.db, namespace, migrate=False)
-    except SchemaUpgradeNeededError:
-        if after_upgrade is None:
-            raise
-        raise SchemaUpgradeNeededError(f"{UPGRADE_NEEDED}, then '{after_upgrade}'") from None
+    """The store the command works on: context.open_store() with the root options."""
+    return context.open_store(
+        root_settings(ctx),
+        namespace,
+        create=create,
+        never_upgrade=never_upgrade,
+        after_upgrade=after_upgrade,
+    )
 
 
 def output_format(ctx: typer.Context, fmt: str | None) -> str:
-    return resolve_format(fmt, root_settings(ctx).fmt)
+    return context.output_format(root_settings(ctx), fmt)

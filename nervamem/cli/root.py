@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from .. import __version__
+from .context import Settings
 from .edge import NervamemGroup
 from .options import (
     CONTEXT_SETTINGS,
     TOKENIZER_CHOICES,
     FormatOption,
     NsOption,
-    Settings,
     choices,
 )
 from .startup import VERSION_ONLY, app_for, invoked_command

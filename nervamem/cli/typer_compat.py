@@ -20,9 +20,20 @@ from typing import Any
 # typer.main.get_command() and make_context() return (typer.Context is a subclass).
 from typer._click.core import Command, Context
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
+
+# Missing public API: the stream wrapper Typer's main puts on stdout and stderr after a
+# broken pipe (cli/direct.py does as it does).
+from typer._click.utils import PacifyFlushWrapper
 from typer.core import TyperGroup
 
-__all__ = ["Command", "CompletingGroup", "Context", "NoArgsIsHelpError", "UsageError"]
+__all__ = [
+    "Command",
+    "CompletingGroup",
+    "Context",
+    "NoArgsIsHelpError",
+    "PacifyFlushWrapper",
+    "UsageError",
+]
 
 
 class CompletingGroup(TyperGroup):

@@ -1,5 +1,6 @@
 """The CLI package is laid out as its concepts, with imports flowing one way:
-root -> command-group modules -> options -> edge -> typer_compat. A command-group module
+root -> command-group modules -> options -> edge -> typer_compat, and direct.py (store
+and recall without Typer) -> context.py (what commands need that is not Typer's). A command-group module
 never imports another one; nothing imports root but the package itself; only
 typer_compat touches Typer's private modules."""
 
@@ -25,16 +26,19 @@ GROUP_MODULES = {
 }
 # What each module may import from inside nervamem/cli (the package itself is "__init__").
 ALLOWED = {
-    "__init__": {"startup", "root"},
-    "root": GROUP_MODULES | {"edge", "options", "startup"},
-    "memory_commands": {"options"},
+    "__init__": {"startup", "root", "direct"},
+    "root": GROUP_MODULES | {"context", "edge", "options", "startup"},
+    "memory_commands": {"context", "direct", "options"},
     "session_commands": {"edge", "options"},
     "code_commands": {"edge", "options"},
     "hook_commands": {"edge", "options"},
-    "mcp_commands": {"options"},
+    "mcp_commands": {"context", "options"},
     "team_commands": {"options"},
-    "options": set(),
-    "edge": {"startup", "typer_compat"},
+    "options": {"context"},
+    "edge": {"context", "startup", "typer_compat"},
+    # store and recall without Typer: Typer's stream wrapper only after a broken pipe.
+    "direct": {"context", "typer_compat"},
+    "context": set(),
     "startup": set(),
     "typer_compat": set(),
 }
