@@ -157,14 +157,14 @@ class Command:
         self.imports = imports  # what it will import anyway: loaded before the GC freeze
 
 
-def _text(value: str) -> str:
+def as_given(value: str) -> str:
     return value
 
 
 _SHARED_OPTIONS: dict[str, tuple[str, Callable[[str], Any]]] = {
-    "--ns": ("namespace", _text),
-    "--format": ("fmt", _text),
-    "-f": ("fmt", _text),
+    "--ns": ("namespace", as_given),
+    "--format": ("fmt", as_given),
+    "-f": ("fmt", as_given),
 }
 
 COMMANDS = {
@@ -172,18 +172,18 @@ COMMANDS = {
         store_memory,
         ("kind", "content"),
         {
-            "--entity": ("entity", _text),
-            "-e": ("entity", _text),
+            "--entity": ("entity", as_given),
+            "-e": ("entity", as_given),
             "--confidence": ("confidence", float),
-            "--valid-from": ("valid_from", _text),
-            "--valid-until": ("valid_until", _text),
-            "--supersedes": ("supersedes", _text),
-            "--contradicts": ("contradicts", _text),
-            "--caused-by": ("caused_by", _text),
-            "--derived-from": ("derived_from", _text),
-            "--rationale": ("rationale", _text),
-            "--rejected": ("rejected", _text),
-            "--session": ("session", _text),
+            "--valid-from": ("valid_from", as_given),
+            "--valid-until": ("valid_until", as_given),
+            "--supersedes": ("supersedes", as_given),
+            "--contradicts": ("contradicts", as_given),
+            "--caused-by": ("caused_by", as_given),
+            "--derived-from": ("derived_from", as_given),
+            "--rationale": ("rationale", as_given),
+            "--rejected": ("rejected", as_given),
+            "--session": ("session", as_given),
             **_SHARED_OPTIONS,
         },
         frozenset({"entity", "supersedes", "contradicts", "caused_by", "derived_from", "rejected"}),
@@ -195,12 +195,12 @@ COMMANDS = {
         {
             "--budget": ("budget", int),
             "-b": ("budget", int),
-            "--as-of": ("as_of", _text),
-            "--known-at": ("known_at", _text),
-            "--kind": ("kind", _text),
-            "-k": ("kind", _text),
+            "--as-of": ("as_of", as_given),
+            "--known-at": ("known_at", as_given),
+            "--kind": ("kind", as_given),
+            "-k": ("kind", as_given),
             "--hops": ("hops", int),
-            "--tokenizer": ("tokenizer", _text),
+            "--tokenizer": ("tokenizer", as_given),
             "--min-score": ("min_score", float),
             **_SHARED_OPTIONS,
         },

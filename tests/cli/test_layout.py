@@ -1,7 +1,7 @@
 """The CLI package is laid out as its concepts, with imports flowing one way:
 root -> command-group modules -> options -> edge -> typer_compat, and direct.py (store
-and recall without Typer) -> context.py (what commands need that is not Typer's). A command-group module
-never imports another one; nothing imports root but the package itself; only
+and recall without Typer) -> context.py (what commands need that is not Typer's). A
+command-group module never imports another one; nothing imports root but the package itself; only
 typer_compat touches Typer's private modules."""
 
 from __future__ import annotations
