@@ -13,7 +13,13 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .startup import cyclic_gc_paused, freeze_start_up_objects, skip_collection_at_exit
+from .startup import (
+    DIRECT_COMMANDS,
+    cyclic_gc_paused,
+    freeze_start_up_objects,
+    invoked_command,
+    skip_collection_at_exit,
+)
 
 if TYPE_CHECKING:
     from .root import app
@@ -29,10 +35,12 @@ def main(argv: list[str] | None = None) -> Any:
     # GC paused (startup.py). The process entry point then freezes them before the GC is
     # on again: turned on first, its next collection would traverse every one of them.
     with cyclic_gc_paused():
-        # `store` and `recall` written plainly run without Typer (direct.py).
-        from .direct import parse, prepare, run
+        call = None
+        if invoked_command(args) in DIRECT_COMMANDS:
+            # `store` and `recall` written plainly run without Typer (direct.py).
+            from .direct import parse, prepare
 
-        call = parse(args)
+            call = parse(args)
         if call is None:
             from .root import command_tree
 
@@ -42,6 +50,8 @@ def main(argv: list[str] | None = None) -> Any:
         if argv is None:
             freeze_start_up_objects()
     if call is not None:
+        from .direct import run
+
         try:
             sys.exit(run(call, args))
         finally:

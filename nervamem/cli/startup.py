@@ -18,7 +18,8 @@ unchanged install in 40-120 interleaved rounds (median CPU time; the machine was
   the GC still paused (cli/__init__.py main()), which saves the generation-0 collection
   over all of them that turning it back on first triggered (~10M instructions);
 - ``invoked_command()``, the name root.command_tree() imports the one command-group
-  module of (``--version``: none).
+  module of (``--version``: none), and the one main() offers cli/direct.py when it is
+  ``store`` or ``recall`` (DIRECT_COMMANDS), which then run without Typer.
 
 Nothing here imports Typer: the first trick must run before Typer is imported.
 """
@@ -92,6 +93,10 @@ def command_name(info: CommandInfo) -> str:
 
 # What invoked_command() answers for ``--version`` / ``-V`` alone: no command is needed.
 VERSION_ONLY = ""
+
+# The commands cli/direct.py may run without Typer (its COMMANDS): main() imports it
+# only for these, so every other command's start-up is as it was.
+DIRECT_COMMANDS = frozenset({"store", "recall"})
 
 
 def invoked_command(args: list[str]) -> str | None:

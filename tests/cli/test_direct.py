@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from nervamem import MemoryStore
 from nervamem.cli import app as whole_app
-from nervamem.cli import context, direct, main, root
+from nervamem.cli import context, direct, main, root, startup
 from nervamem.errors import NotFoundError
 from tests.conftest import CountingRandom, FakeClock
 
@@ -63,6 +63,10 @@ def test_the_tables_are_the_click_commands(name: str) -> None:
     arguments = [p for p in click.params if p.param_type_name == "argument"]
     assert command.arguments == tuple(p.name for p in arguments)
     assert all(p.required and p.nargs == 1 for p in arguments)
+
+
+def test_main_offers_direct_the_commands_it_knows() -> None:
+    assert set(direct.COMMANDS) == startup.DIRECT_COMMANDS
 
 
 def test_the_root_options_are_the_root_commands() -> None:
