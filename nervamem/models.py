@@ -217,47 +217,90 @@ if not TYPE_CHECKING:
         del globals()[_name]
 
     def _build(name: str) -> type:
-        import dataclasses
-
         with _LOCK:
             built = globals().get(name)
             if built is None:
                 cls, options = _PENDING[name]
-                for attr, value in list(vars(cls).items()):
-                    if isinstance(value, _Field):
-                        setattr(cls, attr, dataclasses.field(**value.options))
                 if options == {"frozen": True}:
                     built = _frozen_value_class(cls)
                 else:
+                    import dataclasses
+
+                    _real_fields(cls, dataclasses)
                     built = dataclasses.dataclass(**options)(cls)
                 globals()[name] = built
         return built
 
+    def _real_fields(cls: type, dataclasses: Any) -> None:
+        for attr, value in list(vars(cls).items()):
+            if isinstance(value, _Field):
+                setattr(cls, attr, dataclasses.field(**value.options))
+
+    _COMPLETING = _thread.RLock()
+
+    class _DataclassOnFirstUse:
+        """``__dataclass_fields__`` and ``__dataclass_params__`` of a class made by
+        _frozen_value_class until one is read: then dataclasses registers the class
+        (``dataclass(init=False, repr=False, eq=False)``, which leaves its methods alone)
+        and its own attributes replace these. is_dataclass, fields, asdict and replace
+        all read them first, on the class or an instance, so they see a dataclass."""
+
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def __get__(self, instance: object, owner: type) -> Any:
+            import dataclasses
+
+            with _COMPLETING:
+                # On a subclass, the class that holds this (dataclasses reads its bases).
+                for holder in owner.__mro__:
+                    if vars(holder).get(self.name) is self:
+                        for attr in ("__dataclass_fields__", "__dataclass_params__"):
+                            delattr(holder, attr)
+                        _real_fields(holder, dataclasses)
+                        dataclasses.dataclass(init=False, repr=False, eq=False)(holder)
+                        break
+            return getattr(owner, self.name)
+
+    _NO_DEFAULT = object()
+
     def _frozen_value_class(cls: type) -> type:
-        """``dataclass(frozen=True)(cls)`` without compiling a method.
+        """``dataclass(frozen=True)(cls)`` without compiling a method, nor importing
+        dataclasses before the class is asked whether it is one.
 
         dataclasses writes the source of six methods per class and compiles it: ~15M
-        instructions (~4 ms) for the two classes a fresh ``recall`` builds (callgrind).
-        Here the fields are dataclasses' own (fields, asdict, replace, is_dataclass
-        work), and the methods are closures over them that behave the same: positional
-        or keyword arguments, defaults and default factories; the same repr; equality
-        and hash over the fields in order; FrozenInstanceError on assignment or
-        deletion. Only ``__dataclass_params__`` differs (it reads init, repr, eq and
-        frozen False). tests/test_lazy_imports.py holds them to dataclasses' own.
+        instructions (~4 ms) for the two classes a fresh ``recall`` builds (callgrind),
+        and importing it imports inspect (ast, dis, tokenize...): ~40M more. Here the
+        methods are closures over the fields, read from the class's annotations as
+        dataclasses reads them (every one is a field: no ClassVar here), that behave
+        the same: positional or keyword arguments, defaults and default factories; the
+        same repr; equality and hash over the fields in order; FrozenInstanceError on
+        assignment or deletion. The fields are dataclasses' own, made on first use
+        (_DataclassOnFirstUse: fields, asdict, replace, is_dataclass work). Only
+        ``__dataclass_params__`` differs (it reads init, repr, eq and frozen False).
+        tests/test_lazy_imports.py holds them to dataclasses' own.
         """
-        import dataclasses
         from operator import attrgetter
 
-        dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
-        fields = dataclasses.fields(cls)
-        names = tuple(f.name for f in fields)
-        defaults = {f.name: (f.default, f.default_factory) for f in fields}
-        missing = dataclasses.MISSING
-        frozen_error = dataclasses.FrozenInstanceError
+        names = tuple(vars(cls).get("__annotations__", {}))
+        defaults = {}
+        for name in names:
+            value = vars(cls).get(name, _NO_DEFAULT)
+            if isinstance(value, _Field):
+                default = value.options.get("default", _NO_DEFAULT)
+                defaults[name] = (default, value.options.get("default_factory", _NO_DEFAULT))
+            else:
+                defaults[name] = (value, _NO_DEFAULT)
+        missing = _NO_DEFAULT
         setter = object.__setattr__
         get = attrgetter(*names)
         values = get if len(names) > 1 else (lambda obj: (get(obj),))
         title = cls.__name__
+
+        def frozen_error(message: str) -> Exception:
+            from dataclasses import FrozenInstanceError
+
+            return FrozenInstanceError(message)
 
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             if len(args) > len(names):
@@ -309,6 +352,9 @@ if not TYPE_CHECKING:
         for method in (__init__, __repr__, __eq__, __hash__, __setattr__, __delattr__):
             method.__qualname__ = f"{cls.__qualname__}.{method.__name__}"
             setattr(cls, method.__name__, method)
+        cls.__match_args__ = names  # type: ignore[attr-defined]
+        for attr in ("__dataclass_fields__", "__dataclass_params__"):
+            setattr(cls, attr, _DataclassOnFirstUse(attr))
         return cls
 
     def __getattr__(name: str) -> Any:

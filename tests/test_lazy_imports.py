@@ -126,7 +126,7 @@ NOT_LOADED = {
     ),
     # Written plainly, store and recall run without Typer (cli/direct.py).
     "store": ("dataclasses", "nervamem.models", "nervamem.recall", "typer", *OTHER_GROUPS),
-    "recall": ("nervamem.writing", "typer", *OTHER_GROUPS),
+    "recall": ("nervamem.writing", "typer", "dataclasses", "inspect", *OTHER_GROUPS),
 }
 
 
