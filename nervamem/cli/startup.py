@@ -26,7 +26,6 @@ Nothing here imports Typer: the first trick must run before Typer is imported.
 
 from __future__ import annotations
 
-import copy
 import gc
 import os
 from collections.abc import Iterator
@@ -144,6 +143,8 @@ def app_for(app: typer.Typer, args: list[str]) -> typer.Typer:
         groups = [info for info in app.registered_groups if info.name == name]
         if not commands and not groups:
             return app
+    import copy  # here: store and recall (cli/direct.py) never trim an app
+
     trimmed = copy.copy(app)
     trimmed.registered_commands, trimmed.registered_groups = commands, groups
     return trimmed
