@@ -6,8 +6,9 @@ objects is ~2/3 of what a fresh ``nervamem recall`` executes on a 1k store (call
 ~108M of ~354M instructions; bench/results.md, "Fresh process (issue 21, round 4)").
 So main() first offers the arguments to parse() here, which understands a plain subset
 of what Click would accept for these two commands and declines everything else (None):
-help, completion, ``--``, attached or repeated options, a value that starts with "-",
-anything it does not know, a number Click would refuse. Declined arguments go through
+help, completion, ``--``, a short option with its value attached (``-b5``), a repeated
+option, a value that starts with "-", anything it does not know, a number Click would
+refuse. Declined arguments go through
 Typer as before, so help, usage errors and completion are Typer's own, unchanged.
 
 The invariant: whatever parse() accepts, Click parses into the same values, and run()
@@ -229,12 +230,12 @@ def parse(args: Sequence[str]) -> Call | None:
     root: dict[str, str] = {}
     index = 0
     # Root options, then the command's name.
-    while index < len(args) and args[index] in ROOT_OPTIONS:
-        field = ROOT_OPTIONS[args[index]]
-        if field in root or index + 1 >= len(args) or _option_like(args[index + 1]):
+    while index < len(args) and _option_like(args[index]):
+        option = _option_at(args, index)
+        if option is None or option[0] not in ROOT_OPTIONS or ROOT_OPTIONS[option[0]] in root:
             return None
-        root[field] = args[index + 1]
-        index += 2
+        name, value, index = option
+        root[ROOT_OPTIONS[name]] = value
     command = COMMANDS.get(args[index]) if index < len(args) else None
     if command is None:
         return None
@@ -242,18 +243,14 @@ def parse(args: Sequence[str]) -> Call | None:
     positional: list[str] = []
     index += 1
     while index < len(args):
-        arg = args[index]
-        if not _option_like(arg):
-            positional.append(arg)
+        if not _option_like(args[index]):
+            positional.append(args[index])
             index += 1
             continue
-        name, equals, attached = arg.partition("=")
-        if equals and not name.startswith("--"):
-            return None  # -b=5: Click reads "=5" as the value
-        value = attached if equals else (args[index + 1] if index + 1 < len(args) else None)
-        if value is None or (not equals and _option_like(value)):
+        option = _option_at(args, index)
+        if option is None:
             return None
-        index += 1 if equals else 2
+        name, value, index = option
         if name in command.options:
             param, convert = command.options[name]
             try:
@@ -276,6 +273,18 @@ def parse(args: Sequence[str]) -> Call | None:
     return Call(command, Settings(**root), values)
 
 
+def _option_at(args: Sequence[str], index: int) -> tuple[str, str, int] | None:
+    """The option at ``args[index]``, its value and the index after them; None when
+    Click could read them otherwise: ``-b=5`` (the value "=5"), ``-b5``, no value, or
+    a value that looks like an option (declined rather than reasoned about)."""
+    name, equals, attached = args[index].partition("=")
+    if equals:
+        return (name, attached, index + 1) if name.startswith("--") else None
+    if index + 1 >= len(args) or _option_like(args[index + 1]):
+        return None
+    return name, args[index + 1], index + 2
+
+
 def _option_like(arg: str) -> bool:
     """Whether Click would take ``arg`` for an option (or ``--``), not a value."""
     return arg.startswith("-") and arg != "-"
@@ -287,7 +296,10 @@ def prepare(call: Call) -> None:
     import importlib
 
     for module in call.command.imports:
-        importlib.import_module(module)
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return  # the command meets it again, in run(), and reports it in one line
 
 
 def run(call: Call, argv: Sequence[str]) -> int:

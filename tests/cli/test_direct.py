@@ -9,6 +9,7 @@ stdout, stderr and exit code, failures included.
 from __future__ import annotations
 
 import errno
+import importlib
 import inspect
 import io
 import sys
@@ -155,7 +156,8 @@ def argument_lists(draw: st.DrawFn) -> list[str]:
 
     args: list[str] = []
     for _ in range(draw(st.integers(0, 2))):
-        args += [draw(st.sampled_from(sorted(ROOTS))), draw(st.sampled_from(VALUES))]
+        opt, value = draw(st.sampled_from(sorted(ROOTS))), draw(st.sampled_from(VALUES))
+        args += [f"{opt}={value}"] if opt.startswith("--") and draw(st.booleans()) else [opt, value]
     args.append(name)
     arguments = len(command.arguments) + draw(st.sampled_from([0, 0, 0, 0, -1, 1]))
     pieces = [[draw(st.sampled_from(VALUES))] for _ in range(arguments)]
@@ -181,6 +183,7 @@ def test_what_parse_accepts_click_parses_alike(args: list[str]) -> None:
 def test_parse_declines_what_only_typer_knows(monkeypatch: pytest.MonkeyPatch) -> None:
     accepted = ["recall", "auth", "--budget", "300", "--db", "f.db", "-k", "fact", "-k", "x"]
     assert direct.parse(accepted) is not None
+    assert direct.parse(["--db=f.db", "store", "fact", "x", "--entity=A"]) is not None
     for args in (
         ["recall", "auth", "--help"],
         ["recall", "auth", "--", "x"],
@@ -314,3 +317,23 @@ def test_failures_end_alike_both_ways(
     monkeypatch.setattr(MemoryStore, "recall", fail)
     expected = typer_way("recall", "auth", "-f", fmt)
     assert direct_way("recall", "auth", "-f", fmt) == expected
+
+
+def test_an_import_that_fails_early_fails_in_the_command(
+    monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """prepare() imports ahead of the command; an import that fails there is met again
+    inside run() and reported in one line, as Typer's way reports it."""
+    missing = "nervamem.no_such_module"
+
+    def body(settings: context.Settings, **values: Any) -> None:
+        importlib.import_module(missing)
+
+    call = direct.parse(["recall", "auth"])
+    assert call is not None
+    monkeypatch.setattr(call.command, "imports", (missing,))
+    monkeypatch.setattr(call.command, "body", body)
+    direct.prepare(call)  # no exception here
+    assert direct.run(call, ["recall", "auth"]) == 1
+    message = f"internal error: ModuleNotFoundError: No module named '{missing}'"
+    assert capsysbinary.readouterr().err.decode() == f"nervamem: error: {message}\n"
