@@ -31,9 +31,10 @@ def main(argv: list[str] | None = None) -> Any:
     """Run one command: ``argv`` in-process, or, with None, the process's arguments as
     its entry point (the console script, ``python -m nervamem``)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    # Typer, Click and the invoked command's tree are imported and built with the cyclic
-    # GC paused (startup.py). The process entry point then freezes them before the GC is
-    # on again: turned on first, its next collection would traverse every one of them.
+    # Typer, Click and the invoked command's tree (or, for store and recall written
+    # plainly, the modules they run: direct.prepare) are imported and built with the
+    # cyclic GC paused (startup.py). The process entry point then freezes them before the
+    # GC is on again: turned on first, its next collection would traverse all of them.
     with cyclic_gc_paused():
         call = None
         if invoked_command(args) in DIRECT_COMMANDS:
