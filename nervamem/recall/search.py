@@ -19,9 +19,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..storage.engine import Connection
-from .candidates import NODE_COLUMNS, Candidate, NodeRow
+from .candidates import NODE_COLUMNS, Candidate, NodeRow, cached_rows
 from .irregular import past_forms
 from .mask import KnownAt, mask_sql
+from .node_cache import NodeFacts
 from .relevance import date_spans, inverse_document_frequency, score_rows, term_weights
 from .terms import content_terms, query_terms
 
@@ -67,8 +68,10 @@ def search(
     kinds: Sequence[str] | None,
     want: int,
     apply_mask: bool = True,
+    facts: NodeFacts | None = None,
 ) -> dict[str, Candidate]:
-    """Find and score the nodes that match the query's key terms.
+    """Find and score the nodes that match the query's key terms. With ``facts``
+    (recall/node_cache.py), the candidates' rows are read from it where it holds them.
 
     The three stages of concepts.md (phrase, all terms, any term) are folded into one
     score instead of being tried as tiers: a node's relevance is the summed IDF of the
@@ -116,6 +119,7 @@ def search(
         kinds=kinds,
         apply_mask=apply_mask,
         spans=date_spans(query),
+        facts=facts,
     )
     if len(found) < want:
         # Not for common terms: FTS5 merges the posting lists of every word a prefix
@@ -193,6 +197,7 @@ def _read_and_score(
     kinds: Sequence[str] | None,
     apply_mask: bool,
     spans: Sequence[tuple[str, str]] = (),
+    facts: NodeFacts | None = None,
 ) -> dict[str, Candidate]:
     """Read and score the candidates. ``members`` maps each rare key term to the rows
     holding it (key "" for candidates that hold no rare term); only the PRE_LIMIT best
@@ -217,6 +222,9 @@ def _read_and_score(
         if len(rows) >= PRE_LIMIT:
             break
         chunk = ordered[start : start + PRE_LIMIT]
+        if facts is not None and apply_mask and not isinstance(as_of, KnownAt):
+            rows += cached_rows(conn, facts, "seq", chunk, namespace, as_of, kinds)
+            continue
         rows += conn.execute(
             f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.seq IN "
             f"({','.join('?' * len(chunk))}) AND +n.namespace = ? AND {mask}",
