@@ -15,7 +15,7 @@ their rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..storage.engine import Connection
@@ -126,7 +126,16 @@ def search(
         # matches before it returns a row, so "log"* costs ~0.5 s at 1M nodes, and the
         # exact word already brought plenty of rows.
         rare = [key for key in keys if key not in common]
-        _prefix_stage(conn, namespace, rare, found, as_of=as_of, kinds=kinds, apply_mask=apply_mask)
+        _prefix_stage(
+            conn,
+            namespace,
+            rare,
+            found,
+            as_of=as_of,
+            kinds=kinds,
+            apply_mask=apply_mask,
+            facts=facts,
+        )
     return found
 
 
@@ -246,6 +255,7 @@ def _prefix_stage(
     as_of: str | KnownAt | None,
     kinds: Sequence[str] | None,
     apply_mask: bool,
+    facts: NodeFacts | None = None,
 ) -> None:
     """``term*`` for every key term of three letters or more, ranked by bm25() among the
     newest PREFIX_SCAN rows the prefixes match (all of them, below that)."""
@@ -274,14 +284,17 @@ def _prefix_stage(
     while start < len(ranked) and len(rows) < PREFIX_LIMIT:
         chunk = [seq for seq, _ in ranked[start : start + step]]
         start, step = start + step, step * 4
-        rows += [
-            (*row, rank_of[row[8]])
-            for row in conn.execute(
+        if facts is not None and apply_mask and not isinstance(as_of, KnownAt):
+            read: Iterable[NodeRow] = cached_rows(
+                conn, facts, "seq", chunk, namespace, as_of, kinds
+            )
+        else:
+            read = conn.execute(
                 f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.seq IN "
                 f"({','.join('?' * len(chunk))}) AND +n.namespace = ? AND {mask}",
                 [*chunk, namespace, *mask_params],
             )
-        ]
+        rows += [(*row, rank_of[row[8]]) for row in read]
     rows.sort(key=lambda row: (row[9], -row[8]))
     rows = rows[:PREFIX_LIMIT]
     new_rows = [row for row in rows if row[0] not in found]
