@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
 V = TypeVar("V")
 
-MAX_ROWS = 16_384
-MAX_NODES = 16_384
+MAX_ROWS = 32_768
+MAX_NODES = 32_768
 
 # A cached node row: recall's NodeRow (candidates.NODE_COLUMNS), then namespace and
 # tombstoned, which the filters need.
