@@ -67,16 +67,6 @@ class NodeFacts:
         self.neighbours.clear()
         self.causal.clear()
 
-    def row(self, seq: int) -> CachedRow | None:
-        row = self.rows.get(seq)
-        if row is not None:
-            self.rows.move_to_end(seq)
-        return row
-
-    def row_of(self, node_id: str) -> CachedRow | None:
-        seq = self.ids.get(node_id)
-        return None if seq is None else self.row(seq)
-
     def keep_row(self, row: CachedRow) -> None:
         rows = self.rows
         rows[row[8]] = row
