@@ -13,7 +13,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..storage.engine import POSTGRESQL, Connection, dialect_of
-from .node_cache import CACHED_COLUMNS_TAIL, admits, fact, keep_fact
+from .node_cache import CACHED_COLUMNS_TAIL, admits, held, keep_fact
 
 if TYPE_CHECKING:
     from .node_cache import NodeFacts
@@ -93,13 +93,7 @@ def degrees(conn: Connection, ids: Iterable[str], facts: NodeFacts | None = None
     counts: dict[str, int] = {}
     id_list = list(ids)
     if facts is not None:
-        unknown = []
-        for node_id in id_list:
-            known = fact(facts.degree, node_id)
-            if known is None:
-                unknown.append(node_id)
-            else:
-                counts[node_id] = known
+        counts, unknown = held(facts.degree, id_list)
         id_list = list(dict.fromkeys(unknown))
     for start in range(0, len(id_list), 500):
         where, parameters = among(conn, "node_id", id_list[start : start + 500])

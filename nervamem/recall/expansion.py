@@ -15,7 +15,7 @@ from ..storage.engine import POSTGRESQL, Connection, dialect_of
 from .candidates import NODE_COLUMNS, Candidate, NodeRow, among, cached_rows, degrees
 from .expansion_sqlite import newest_neighbours
 from .mask import KnownAt, mask_sql
-from .node_cache import NodeFacts, fact, keep_fact
+from .node_cache import NodeFacts, held, keep_fact
 
 EXPANSION_DECAY = 0.6
 # A cause or effect of a candidate (CAUSED, DERIVED_FROM) inherits CAUSAL_DECAY of its
@@ -148,13 +148,8 @@ def causal_pairs(
     pairs: set[tuple[str, str]] = set()
     unknown = list(ids)
     if facts is not None:
-        unknown = []
-        for node_id in ids:
-            linked = fact(facts.causal, node_id)
-            if linked is None:
-                unknown.append(node_id)
-            else:
-                pairs.update((node_id, other) for other in linked)
+        linked, unknown = held(facts.causal, ids)
+        pairs.update((node_id, other) for node_id, others in linked.items() for other in others)
     if not unknown:
         return pairs
     marks = ",".join("?" * len(unknown))
@@ -190,13 +185,7 @@ def neighbours(
     not read again."""
     known: dict[str, list[str]] = {}
     if facts is not None:
-        unknown = []
-        for node_id in ids:
-            near = fact(facts.neighbours, node_id)
-            if near is None:
-                unknown.append(node_id)
-            else:
-                known[node_id] = near
+        known, unknown = held(facts.neighbours, ids)
         if not unknown:
             return known
         ids = unknown

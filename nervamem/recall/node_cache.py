@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from ..storage.engine import SQLITE
@@ -76,12 +76,19 @@ class NodeFacts:
             del self.ids[dropped[0]]
 
 
-def fact(table: OrderedDict[str, V], node_id: str) -> V | None:
-    """A degree, neighbour list or causal list, marked as just used (None: unknown)."""
-    value = table.get(node_id)
-    if value is not None:
-        table.move_to_end(node_id)
-    return value
+def held(table: OrderedDict[str, V], ids: Iterable[str]) -> tuple[dict[str, V], list[str]]:
+    """The degrees, neighbour lists or causal lists that ``table`` holds for ``ids``
+    (marked as just used), and the IDs it holds none for, in their order."""
+    known: dict[str, V] = {}
+    unknown: list[str] = []
+    for node_id in ids:
+        value = table.get(node_id)
+        if value is None:
+            unknown.append(node_id)
+        else:
+            table.move_to_end(node_id)
+            known[node_id] = value
+    return known, unknown
 
 
 def keep_fact(table: OrderedDict[str, V], node_id: str, value: V) -> None:
