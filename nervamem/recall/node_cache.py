@@ -19,8 +19,11 @@ Rules a reader must not break:
   the SQL would apply: :func:`admits` is mask.mask_sql's twin for a plain ``as_of``
   (tests/core/test_node_cache.py checks the two against each other on arbitrary rows);
   a KnownAt mask (``--known-at``) reads its rows with SQL.
-* Bounded: at most MAX_ROWS rows and MAX_NODES degrees and neighbour lists, the least
-  recently used dropped first (~1 KB a row with its strings, ~18 MB at the cap).
+* Bounded: at most MAX_ROWS rows and MAX_NODES degrees, neighbour and causal lists,
+  the least recently used dropped first: ~800 B a row with its facts, ~25 MB after the
+  peers workload at 100k nodes (32k distinct rows), ~45 MB at the caps
+  (bench/results.md, "Node cache").
+* Who reads it must not change what it returns (lists and rows are the cache's own).
 """
 
 from __future__ import annotations
