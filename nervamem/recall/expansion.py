@@ -97,11 +97,12 @@ def expand(
             break
         frontier = []
         if rows_of is None and facts is not None and not isinstance(as_of, KnownAt):
+            pending = list(inherited)  # in chunks of 500, as _fetch_masked reads them
             rows = [
                 row
-                for start in range(0, len(inherited), 500)
+                for start in range(0, len(pending), 500)
                 for row in cached_rows(
-                    conn, facts, "id", list(inherited)[start : start + 500], namespace, as_of
+                    conn, facts, "id", pending[start : start + 500], namespace, as_of
                 )
             ]
         elif rows_of is None:
