@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, cast
 
 from ..errors import StoreError
 from ..storage.engine import SQLITE
+from .node_cache import counted
 
 if TYPE_CHECKING:
     from ..storage.engine import Storage
@@ -61,6 +62,7 @@ def count_accesses(storage: Storage, ids: list[str]) -> None:
         storage.bookkeeping = True  # written outside a transaction(): see sqlite.close()
         conn.executemany(sql, rows)
         cast("SQLiteStorage", storage).commit_bookkeeping()
+        counted(storage, ids)  # the cached rows hold the new counts too
     except sqlite3.Error:
         if getattr(conn, "in_transaction", False):  # sqlite3.Connection's
             conn.execute("ROLLBACK")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING
 
 from .. import conflicts, nodes
@@ -23,9 +24,11 @@ from .access_counts import count_accesses
 from .candidates import Candidate, reasons_of, sessions_of
 from .expansion import expand
 from .mask import KnownAt, mask_sql, until_known_sql
+from .node_cache import for_recall
 from .packing import pack
 from .questions import damp_questions
 from .scoring import Scored, above_floor, top_k
+from .search import search
 from .search_engine import search_for
 from .session_context import context_weight, session_context
 from .sessions_rank import rank_sessions
@@ -82,8 +85,12 @@ def run_recall(
     known_at_text = moment_text(known_at, "--known-at")
     mask: str | KnownAt = mask_time if known_at_text is None else KnownAt(mask_time, known_at_text)
     conn = storage.connection
+    # Node rows, degrees and neighbours read by earlier recalls of this process, for as
+    # long as the store has not changed (SQLite only; None elsewhere).
+    facts = for_recall(storage)
 
-    found = search_for(conn)(
+    run_search = search_for(conn) if facts is None else partial(search, facts=facts)
+    found = run_search(
         conn, ns, query, as_of=mask, kinds=kinds, want=_candidate_target(budget_tokens)
     )
     if hops > 0 and found:
@@ -103,13 +110,14 @@ def run_recall(
             as_of=mask,
             kinds=kinds,
             width=_expansion_width(budget_tokens),
+            facts=facts,
         )
     rank_sessions(found)
     damp_questions(found.values())
     favour_times(found.values(), query)
     favour_decisions(found.values(), query)
     _renormalise(found.values())
-    ranked = top_k(conn, found, reference=reference, k=_most_packable(budget_tokens))
+    ranked = top_k(conn, found, reference=reference, k=_most_packable(budget_tokens), facts=facts)
     ranked = above_floor(ranked, min_score)
     label = mask_time[:10]
     if known_at_text is not None:

@@ -9,8 +9,14 @@ were read that way.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
 
 from ..storage.engine import POSTGRESQL, Connection, dialect_of
+from .node_cache import CACHED_COLUMNS_TAIL, admits, held, keep_fact
+
+if TYPE_CHECKING:
+    from .node_cache import NodeFacts
 
 NODE_COLUMNS = (
     "n.id, n.kind, n.content, n.valid_from, n.valid_until, n.recorded_at, "
@@ -79,19 +85,64 @@ def among(conn: Connection, column: str, ids: Sequence[str]) -> tuple[str, list[
     return f"{column} IN ({','.join('?' * len(ids))})", list(ids)
 
 
-def degrees(conn: Connection, ids: Iterable[str]) -> dict[str, int]:
+def degrees(conn: Connection, ids: Iterable[str], facts: NodeFacts | None = None) -> dict[str, int]:
     """Number of edges of each node, both directions, every kind (missing: none). Read
     from mem_degree, which triggers keep equal to the count of mem_edges rows: counting
-    them here would read every edge of a hub entity on every recall."""
+    them here would read every edge of a hub entity on every recall. With ``facts``
+    (recall/node_cache.py), only the degrees it does not hold yet are read."""
     counts: dict[str, int] = {}
     id_list = list(ids)
+    if facts is not None:
+        counts, unknown = held(facts.degree, id_list)
+        id_list = list(dict.fromkeys(unknown))
     for start in range(0, len(id_list), 500):
         where, parameters = among(conn, "node_id", id_list[start : start + 500])
         for node_id, count in conn.execute(
             f"SELECT node_id, degree FROM mem_degree WHERE {where}", parameters
         ):
             counts[node_id] = count
+    if facts is not None:
+        for node_id in id_list:
+            keep_fact(facts.degree, node_id, counts.get(node_id, 0))
     return counts
+
+
+def cached_rows(
+    conn: Connection,
+    facts: NodeFacts,
+    column: str,
+    keys: Sequence[Any],
+    namespace: str,
+    as_of: str | None,
+    kinds: Sequence[str] | None = None,
+) -> list[NodeRow]:
+    """What ``SELECT NODE_COLUMNS FROM mem_nodes n WHERE n.{column} IN (keys) AND
+    +n.namespace = ? AND {mask_sql(as_of)} [AND n.kind IN (kinds)]`` returns, in the same
+    order (``column``: ``seq`` or ``id``, ascending as SQLite reads an IN list by
+    index), from ``facts`` where it holds the rows; the others are read unfiltered,
+    kept, and filtered like the cached ones (node_cache.admits)."""
+    by_seq = column == "seq"
+    cached, touch, seq_of = facts.rows.get, facts.rows.move_to_end, facts.ids.get
+    found = []
+    missing = []
+    for key in keys:  # inlined: ~150 rows a stage, every recall
+        seq = key if by_seq else seq_of(key)
+        row = None if seq is None else cached(seq)
+        if row is None:
+            missing.append(key)
+        else:
+            touch(row[8])  # the least recently used rows are dropped first
+            found.append(row)
+    if missing:
+        for row in conn.execute(
+            f"SELECT {NODE_COLUMNS}{CACHED_COLUMNS_TAIL} FROM mem_nodes n "
+            f"WHERE n.{column} IN ({','.join('?' * len(missing))})",
+            missing,
+        ):
+            facts.keep_row(row)
+            found.append(row)
+    found.sort(key=itemgetter(8 if by_seq else 0))
+    return [row[:9] for row in found if admits(row, namespace, as_of, kinds)]
 
 
 def reasons_of(

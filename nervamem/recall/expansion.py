@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..storage.engine import POSTGRESQL, Connection, dialect_of
-from .candidates import NODE_COLUMNS, Candidate, NodeRow, among, degrees
+from .candidates import NODE_COLUMNS, Candidate, NodeRow, among, cached_rows, degrees
 from .expansion_sqlite import newest_neighbours
 from .mask import KnownAt, mask_sql
+from .node_cache import NodeFacts, held, keep_fact
 
 EXPANSION_DECAY = 0.6
 # A cause or effect of a candidate (CAUSED, DERIVED_FROM) inherits CAUSAL_DECAY of its
@@ -57,6 +58,7 @@ def expand(
     as_of: str | KnownAt | None,
     kinds: Sequence[str] | None,
     width: int = EXPANSION_SEEDS,
+    facts: NodeFacts | None = None,
 ) -> dict[str, Candidate]:
     """Neighbours of the ``width`` best seeds (at most EXPANSION_SEEDS), each with 0.6x
     its parent's relevance per hop; the ``width`` best neighbours seed the next hop.
@@ -67,7 +69,10 @@ def expand(
     happened when we rotated the signing key?" -> "The key rotation logged out every
     mobile user"), it is raised to that. Other neighbours that search found keep their
     own relevance. Entities reached over ABOUT are hubs, and their other memories only
-    share a topic: they keep the plain 0.6 per hop."""
+    share a topic: they keep the plain 0.6 per hop.
+
+    With ``facts`` (recall/node_cache.py), neighbours, causal links and rows are read
+    from it where it holds them."""
     width = max(1, min(width, EXPANSION_SEEDS))
     result = dict(seeds)
     frontier = sorted(seeds.values(), key=lambda c: -c.relevance)[:width]
@@ -75,7 +80,7 @@ def expand(
     for _ in range(hops):
         inherited: dict[str, float] = {}
         around, causal, rows_of = edges_of(
-            conn, [parent.id for parent in frontier], namespace, mask, mask_params
+            conn, [parent.id for parent in frontier], namespace, mask, mask_params, facts
         )
         for parent in frontier:
             for neighbour in around[parent.id]:
@@ -91,7 +96,16 @@ def expand(
         if not inherited:
             break
         frontier = []
-        if rows_of is None:
+        if rows_of is None and facts is not None and not isinstance(as_of, KnownAt):
+            pending = list(inherited)  # in chunks of 500, as _fetch_masked reads them
+            rows = [
+                row
+                for start in range(0, len(pending), 500)
+                for row in cached_rows(
+                    conn, facts, "id", pending[start : start + 500], namespace, as_of
+                )
+            ]
+        elif rows_of is None:
             rows = _fetch_masked(conn, namespace, list(inherited), mask, mask_params)
         else:  # read with the edges, in the order of the IN list's read by ID
             rows = [rows_of[node_id] for node_id in sorted(inherited) if node_id in rows_of]
@@ -106,7 +120,12 @@ def expand(
 
 
 def edges_of(
-    conn: Connection, ids: Sequence[str], namespace: str, mask: str, mask_params: list[str]
+    conn: Connection,
+    ids: Sequence[str],
+    namespace: str,
+    mask: str,
+    mask_params: list[str],
+    facts: NodeFacts | None = None,
 ) -> tuple[dict[str, list[str]], set[tuple[str, str]], dict[str, NodeRow] | None]:
     """:func:`neighbours` and :func:`causal_pairs` of a frontier, and on PostgreSQL the
     neighbours' rows that the mask admits: there one statement does it all
@@ -117,25 +136,39 @@ def edges_of(
 
         sql = frontier_sql(EXPANSION_EDGES, CAUSAL_EDGES, EXPANSION_FANOUT)
         return frontier_edges(conn, sql, ids, namespace, mask, mask_params)
-    return neighbours(conn, ids), causal_pairs(conn, ids), None
+    return neighbours(conn, ids, facts), causal_pairs(conn, ids, facts), None
 
 
-def causal_pairs(conn: Connection, ids: Sequence[str]) -> set[tuple[str, str]]:
+def causal_pairs(
+    conn: Connection, ids: Sequence[str], facts: NodeFacts | None = None
+) -> set[tuple[str, str]]:
     """(node, neighbour) for every CAUSAL_EDGES edge of the nodes ``ids``, both
     directions: which of the neighbours that :func:`neighbours` found are a cause or an
-    effect. Two index reads per node (the primary key and mem_edges_dst)."""
-    if not ids:
-        return set()
-    marks = ",".join("?" * len(ids))
+    effect. Two index reads per node (the primary key and mem_edges_dst), for the nodes
+    whose causal links ``facts`` does not hold yet."""
+    pairs: set[tuple[str, str]] = set()
+    unknown = list(ids)
+    if facts is not None:
+        linked, unknown = held(facts.causal, ids)
+        pairs.update((node_id, other) for node_id, others in linked.items() for other in others)
+    if not unknown:
+        return pairs
+    marks = ",".join("?" * len(unknown))
     kinds = ",".join(f"'{kind}'" for kind in CAUSAL_EDGES)
-    return set(
-        conn.execute(
-            f"SELECT src, dst FROM mem_edges WHERE src IN ({marks}) AND kind IN ({kinds}) "
-            "UNION ALL "
-            f"SELECT dst, src FROM mem_edges WHERE dst IN ({marks}) AND kind IN ({kinds})",
-            [*ids, *ids],
-        ).fetchall()
-    )
+    found = conn.execute(
+        f"SELECT src, dst FROM mem_edges WHERE src IN ({marks}) AND kind IN ({kinds}) "
+        "UNION ALL "
+        f"SELECT dst, src FROM mem_edges WHERE dst IN ({marks}) AND kind IN ({kinds})",
+        [*unknown, *unknown],
+    ).fetchall()
+    pairs.update(found)
+    if facts is not None:
+        linked_to: dict[str, list[str]] = {node_id: [] for node_id in unknown}
+        for node_id, other in found:
+            linked_to[node_id].append(other)
+        for node_id, others in linked_to.items():
+            keep_fact(facts.causal, node_id, tuple(others))
+    return pairs
 
 
 # A node with at most this many edges (every kind) has its neighbours read in one batch
@@ -144,11 +177,20 @@ def causal_pairs(conn: Connection, ids: Sequence[str]) -> set[tuple[str, str]]:
 BATCH_DEGREE = 64
 
 
-def neighbours(conn: Connection, ids: Sequence[str]) -> dict[str, list[str]]:
+def neighbours(
+    conn: Connection, ids: Sequence[str], facts: NodeFacts | None = None
+) -> dict[str, list[str]]:
     """The EXPANSION_FANOUT newest neighbours of each node over EXPANSION_EDGES, both
     directions (what NEIGHBOURS_SQL returns for it), for a whole frontier at once: one
-    statement for the small nodes instead of one per node."""
-    degree = degrees(conn, ids)
+    statement for the small nodes instead of one per node. Those ``facts`` holds are
+    not read again."""
+    known: dict[str, list[str]] = {}
+    if facts is not None:
+        known, unknown = held(facts.neighbours, ids)
+        if not unknown:
+            return known
+        ids = unknown
+    degree = degrees(conn, ids, facts)
     small = [node_id for node_id in dict.fromkeys(ids) if degree.get(node_id, 0) <= BATCH_DEGREE]
     found: dict[str, set[str]] = {node_id: set() for node_id in small}
     if small:
@@ -177,6 +219,10 @@ def neighbours(conn: Connection, ids: Sequence[str]) -> dict[str, list[str]]:
                     )
                 ]
             )
+    if facts is not None:
+        for node_id, near in result.items():
+            keep_fact(facts.neighbours, node_id, near)
+        result.update(known)
     return result
 
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from ..storage.engine import Connection
 from ..timeparse import to_datetime
 from .candidates import Candidate, degrees
+from .node_cache import NodeFacts
 
 RECENCY_HALF_LIFE_DAYS = 30.0
 RECENCY_FLOOR = 0.5
@@ -60,7 +61,12 @@ def above_floor(ranked: list[Scored], floor: float) -> list[Scored]:
 
 
 def top_k(
-    conn: Connection, found: dict[str, Candidate], *, reference: datetime, k: int
+    conn: Connection,
+    found: dict[str, Candidate],
+    *,
+    reference: datetime,
+    k: int,
+    facts: NodeFacts | None = None,
 ) -> list[Scored]:
     """The ``k`` best candidates by score, best first (ties: by ID), each with its factors.
 
@@ -89,7 +95,7 @@ def top_k(
             heapq.heapreplace(best, score)
     partial.sort(key=lambda s: (-s[0], s[3].id))
     partial = partial[: 2 * k]
-    degree = degrees(conn, [p[3].id for p in partial])
+    degree = degrees(conn, [p[3].id for p in partial], facts)
     scored: list[Scored] = []
     for score, r, f, candidate in partial:
         c = connectivity(degree.get(candidate.id, 0))

@@ -15,13 +15,14 @@ their rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..storage.engine import Connection
-from .candidates import NODE_COLUMNS, Candidate, NodeRow
+from .candidates import NODE_COLUMNS, Candidate, NodeRow, cached_rows
 from .irregular import past_forms
 from .mask import KnownAt, mask_sql
+from .node_cache import NodeFacts
 from .relevance import date_spans, inverse_document_frequency, score_rows, term_weights
 from .terms import content_terms, query_terms
 
@@ -67,8 +68,10 @@ def search(
     kinds: Sequence[str] | None,
     want: int,
     apply_mask: bool = True,
+    facts: NodeFacts | None = None,
 ) -> dict[str, Candidate]:
-    """Find and score the nodes that match the query's key terms.
+    """Find and score the nodes that match the query's key terms. With ``facts``
+    (recall/node_cache.py), the candidates' rows are read from it where it holds them.
 
     The three stages of concepts.md (phrase, all terms, any term) are folded into one
     score instead of being tried as tiers: a node's relevance is the summed IDF of the
@@ -116,13 +119,23 @@ def search(
         kinds=kinds,
         apply_mask=apply_mask,
         spans=date_spans(query),
+        facts=facts,
     )
     if len(found) < want:
         # Not for common terms: FTS5 merges the posting lists of every word a prefix
         # matches before it returns a row, so "log"* costs ~0.5 s at 1M nodes, and the
         # exact word already brought plenty of rows.
         rare = [key for key in keys if key not in common]
-        _prefix_stage(conn, namespace, rare, found, as_of=as_of, kinds=kinds, apply_mask=apply_mask)
+        _prefix_stage(
+            conn,
+            namespace,
+            rare,
+            found,
+            as_of=as_of,
+            kinds=kinds,
+            apply_mask=apply_mask,
+            facts=facts,
+        )
     return found
 
 
@@ -193,6 +206,7 @@ def _read_and_score(
     kinds: Sequence[str] | None,
     apply_mask: bool,
     spans: Sequence[tuple[str, str]] = (),
+    facts: NodeFacts | None = None,
 ) -> dict[str, Candidate]:
     """Read and score the candidates. ``members`` maps each rare key term to the rows
     holding it (key "" for candidates that hold no rare term); only the PRE_LIMIT best
@@ -217,6 +231,9 @@ def _read_and_score(
         if len(rows) >= PRE_LIMIT:
             break
         chunk = ordered[start : start + PRE_LIMIT]
+        if facts is not None and apply_mask and not isinstance(as_of, KnownAt):
+            rows += cached_rows(conn, facts, "seq", chunk, namespace, as_of, kinds)
+            continue
         rows += conn.execute(
             f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.seq IN "
             f"({','.join('?' * len(chunk))}) AND +n.namespace = ? AND {mask}",
@@ -238,6 +255,7 @@ def _prefix_stage(
     as_of: str | KnownAt | None,
     kinds: Sequence[str] | None,
     apply_mask: bool,
+    facts: NodeFacts | None = None,
 ) -> None:
     """``term*`` for every key term of three letters or more, ranked by bm25() among the
     newest PREFIX_SCAN rows the prefixes match (all of them, below that)."""
@@ -266,14 +284,17 @@ def _prefix_stage(
     while start < len(ranked) and len(rows) < PREFIX_LIMIT:
         chunk = [seq for seq, _ in ranked[start : start + step]]
         start, step = start + step, step * 4
-        rows += [
-            (*row, rank_of[row[8]])
-            for row in conn.execute(
+        if facts is not None and apply_mask and not isinstance(as_of, KnownAt):
+            read: Iterable[NodeRow] = cached_rows(
+                conn, facts, "seq", chunk, namespace, as_of, kinds
+            )
+        else:
+            read = conn.execute(
                 f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.seq IN "
                 f"({','.join('?' * len(chunk))}) AND +n.namespace = ? AND {mask}",
                 [*chunk, namespace, *mask_params],
             )
-        ]
+        rows += [(*row, rank_of[row[8]]) for row in read]
     rows.sort(key=lambda row: (row[9], -row[8]))
     rows = rows[:PREFIX_LIMIT]
     new_rows = [row for row in rows if row[0] not in found]

@@ -89,6 +89,9 @@ class Storage(StorageBase):
         # Whether this connection wrote in a transaction() (and ``bookkeeping``, in StorageBase:
         # a recall's access counts, recall/access_counts.py). See close().
         self.wrote = False
+        # Bumped at the end of every transaction() of this Storage, committed or rolled
+        # back: recall's cache of node facts (recall/node_cache.py) is for one generation.
+        self.write_generation = 0
         # Access-count commits so far, and from the second on the thread that checkpoints
         # for them (commit_bookkeeping).
         self._bookkeeping_commits = 0
@@ -366,6 +369,7 @@ class Storage(StorageBase):
         finally:
             self.in_transaction = False
             self.transaction_time = None
+            self.write_generation += 1
             if queue is not None:
                 queue.end_turn()
 

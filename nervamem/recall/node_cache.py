@@ -1,0 +1,178 @@
+"""Facts about single nodes that recall reads again and again: node rows, degrees,
+neighbours. A process that recalls many times (the MCP server, a library, a benchmark)
+keeps them between recalls on SQLite, for one write generation of the store.
+
+Rules a reader must not break:
+* A fact is served only in the generation it was read in. The generation is SQLite's
+  ``PRAGMA data_version`` (another connection committed), the Storage's
+  ``write_generation`` (this store's own transactions, committed or rolled back) and
+  the connection's ``total_changes`` (any other write of this connection): when any of
+  them moved since the last recall, :func:`for_recall` empties the cache first.
+* The one write of a recall, its access counts (access_counts.py), is this
+  connection's and moves only ``total_changes``: :func:`counted` adds the same one to
+  the cached rows' ``access_count`` and takes the new ``total_changes`` as the
+  generation's, so the next recall scores exactly what SQLite holds.
+* No cache inside a transaction (its reads see writes that may still roll back) nor on
+  PostgreSQL (no data_version; a server's other clients write unseen): the same code
+  then reads SQL every time.
+* A cached row is shown only through the namespace filter and the temporal mask that
+  the SQL would apply: :func:`admits` is mask.mask_sql's twin for a plain ``as_of``
+  (tests/core/test_node_cache.py checks the two against each other on arbitrary rows);
+  a KnownAt mask (``--known-at``) reads its rows with SQL.
+* Bounded: at most MAX_ROWS rows and MAX_NODES degrees, neighbour and causal lists,
+  the least recently used dropped first: ~800 B a row with its facts, ~25 MB after the
+  peers workload at 100k nodes (32k distinct rows), ~45 MB at the caps
+  (bench/results.md, "Node cache").
+* Who reads it must not change what it returns (lists and rows are the cache's own).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from sys import intern
+from typing import TYPE_CHECKING, TypeVar, cast
+
+from ..storage.engine import SQLITE
+
+if TYPE_CHECKING:
+    from ..storage.engine import Storage
+    from ..storage.sqlite import Storage as SQLiteStorage
+
+V = TypeVar("V")
+
+MAX_ROWS = 32_768
+MAX_NODES = 32_768
+
+# A cached node row: recall's NodeRow (candidates.NODE_COLUMNS), then namespace and
+# tombstoned, which the filters need.
+CachedRow = tuple[str, str, str, str, str | None, str, float, int, int, str, int]
+CACHED_COLUMNS_TAIL = ", n.namespace, n.tombstoned"
+
+
+class NodeFacts:
+    """The cache of one Storage (see the module's rules)."""
+
+    __slots__ = ("causal", "degree", "generation", "ids", "neighbours", "rows")
+
+    def __init__(self) -> None:
+        self.generation: tuple[int, int, int] | None = None
+        self.rows: OrderedDict[int, CachedRow] = OrderedDict()  # by seq
+        self.ids: dict[str, int] = {}  # seq of each cached row's ID
+        self.degree: OrderedDict[str, int] = OrderedDict()
+        self.neighbours: OrderedDict[str, list[str]] = OrderedDict()
+        self.causal: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+
+    def clear(self) -> None:
+        self.rows.clear()
+        self.ids.clear()
+        self.degree.clear()
+        self.neighbours.clear()
+        self.causal.clear()
+
+    def keep_row(self, row: CachedRow) -> None:
+        node_id, kind, content, valid_from, valid_until, recorded_at = row[:6]
+        # ~20 % of a row's bytes: one string for a kind and a namespace, and one for the
+        # two times when a memory became true when it was recorded (the default).
+        row = (
+            node_id,
+            intern(kind),
+            content,
+            valid_from,
+            valid_until,
+            valid_from if recorded_at == valid_from else recorded_at,
+            *row[6:9],
+            intern(row[9]),
+            row[10],
+        )
+        rows = self.rows
+        rows[row[8]] = row
+        self.ids[row[0]] = row[8]
+        while len(rows) > MAX_ROWS:
+            _, dropped = rows.popitem(last=False)
+            del self.ids[dropped[0]]
+
+
+def held(table: OrderedDict[str, V], ids: Iterable[str]) -> tuple[dict[str, V], list[str]]:
+    """The degrees, neighbour lists or causal lists that ``table`` holds for ``ids``
+    (marked as just used), and the IDs it holds none for, in their order."""
+    known: dict[str, V] = {}
+    unknown: list[str] = []
+    for node_id in ids:
+        value = table.get(node_id)
+        if value is None:
+            unknown.append(node_id)
+        else:
+            table.move_to_end(node_id)
+            known[node_id] = value
+    return known, unknown
+
+
+def keep_fact(table: OrderedDict[str, V], node_id: str, value: V) -> None:
+    table[node_id] = value
+    while len(table) > MAX_NODES:
+        table.popitem(last=False)
+
+
+_caches: weakref.WeakKeyDictionary[object, NodeFacts] = weakref.WeakKeyDictionary()
+
+
+def _generation(storage: SQLiteStorage) -> tuple[int, int, int]:
+    conn = storage.connection
+    version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+    return version, storage.write_generation, conn.total_changes
+
+
+def for_recall(storage: Storage) -> NodeFacts | None:
+    """The store's cache, emptied if the store changed since it was filled; None where
+    there is none (PostgreSQL, inside a transaction)."""
+    if storage.engine != SQLITE or storage.in_transaction:
+        return None
+    sqlite_storage = cast("SQLiteStorage", storage)
+    if sqlite_storage.connection.in_transaction:
+        return None
+    facts = _caches.get(storage)
+    if facts is None:
+        facts = _caches[storage] = NodeFacts()
+    generation = _generation(sqlite_storage)
+    if facts.generation != generation:
+        facts.clear()
+        facts.generation = generation
+    return facts
+
+
+def counted(storage: Storage, ids: Sequence[str]) -> None:
+    """After the access counts of ``ids`` were committed (access_counts.py): one more
+    access in their cached rows, and the connection's new total_changes taken as this
+    generation's. data_version is left as it was read: if another connection committed
+    meanwhile, the next recall still sees it move."""
+    facts = _caches.get(storage)
+    if facts is None or facts.generation is None:
+        return
+    sqlite_storage = cast("SQLiteStorage", storage)
+    version, writes, _ = facts.generation
+    if writes != sqlite_storage.write_generation:
+        facts.clear()
+        facts.generation = None
+        return
+    for node_id in ids:
+        seq = facts.ids.get(node_id)
+        if seq is None:
+            continue
+        row = facts.rows[seq]
+        facts.rows[seq] = (*row[:7], row[7] + 1, *row[8:])
+    facts.generation = (version, writes, sqlite_storage.connection.total_changes)
+
+
+def admits(row: CachedRow, namespace: str, as_of: str | None, kinds: Sequence[str] | None) -> bool:
+    """Whether the SQL filter ``+n.namespace = ? AND {mask_sql(as_of)} [AND n.kind IN
+    kinds]`` keeps ``row``: its twin in Python, for a plain ``as_of`` or None."""
+    if row[9] != namespace or row[10] != 0:
+        return False
+    if kinds and row[1] not in kinds:
+        return False
+    valid_until = row[4]
+    if as_of is None:
+        return valid_until is None
+    return row[3] <= as_of and (valid_until is None or valid_until > as_of)

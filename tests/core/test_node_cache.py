@@ -1,0 +1,351 @@
+"""recall/node_cache.py: the in-process cache of node rows, degrees and neighbours.
+
+What it must never do: serve a fact the store no longer holds (another connection's
+write, this store's own store / supersede / forget / purge), lose the access counts a
+recall commits, or let a cached row past the namespace filter or the temporal mask that
+the SQL would have applied."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nervamem import MemoryStore
+from nervamem.errors import NervamemError
+from nervamem.recall import api, node_cache
+from nervamem.recall.candidates import NODE_COLUMNS
+from nervamem.recall.mask import mask_sql
+
+from ..conftest import CountingRandom, FakeClock
+
+sqlite_only = pytest.mark.sqlite_only
+
+
+def facts_of(store: MemoryStore) -> node_cache.NodeFacts:
+    facts = node_cache.for_recall(store.storage)
+    assert facts is not None
+    return facts
+
+
+def cached_row_ids(store: MemoryStore) -> set[str]:
+    return {row[0] for row in facts_of(store).rows.values()}
+
+
+def ids_of(store: MemoryStore, query: str, **kwargs: Any) -> list[str]:
+    return [item.id for item in store.recall(query, **kwargs).items]
+
+
+@pytest.fixture
+def filled(store: MemoryStore) -> dict[str, str]:
+    first = store.store("decision", "Chose redis for the session cache", entities=["Cache"])
+    second = store.store("fact", "The session cache holds tokens for an hour", entities=["Cache"])
+    third = store.store("action", "Deployed the cache cluster to eu-west", entities=["Deploy"])
+    return {"first": first, "second": second, "third": third}
+
+
+# --------------------------------------------------------------------- when it is used
+
+
+def test_postgresql_and_transactions_have_no_cache(store: MemoryStore, engine: str) -> None:
+    store.store("fact", "anything")
+    if engine == "postgresql":
+        assert node_cache.for_recall(store.storage) is None
+        return
+    assert node_cache.for_recall(store.storage) is not None
+    with store.storage.transaction():
+        assert node_cache.for_recall(store.storage) is None
+
+
+@sqlite_only
+def test_a_second_recall_reads_no_node_row_again(
+    store: MemoryStore, filled: dict[str, str]
+) -> None:
+    first = store.recall("session cache")
+    cached = cached_row_ids(store)
+    assert set(filled.values()) <= cached
+    statements: list[str] = []
+    store.storage.connection.set_trace_callback(statements.append)
+    try:
+        again = store.recall("session cache")
+    finally:
+        store.storage.connection.set_trace_callback(None)
+    assert not [s for s in statements if "FROM mem_nodes n WHERE n.seq IN" in s]
+    assert not [s for s in statements if "FROM mem_degree" in s]
+    assert [i.id for i in again.items] == [i.id for i in first.items]
+
+
+# ------------------------------------------------------------------ this store's writes
+
+
+@sqlite_only
+def test_own_store_empties_it(store: MemoryStore, filled: dict[str, str]) -> None:
+    store.recall("session cache")
+    new = store.store("fact", "The session cache is flushed nightly", entities=["Cache"])
+    assert cached_row_ids(store) == set()
+    assert new in ids_of(store, "session cache")
+
+
+@sqlite_only
+def test_own_supersede_shows_the_new_version_only(
+    store: MemoryStore, filled: dict[str, str]
+) -> None:
+    assert filled["first"] in ids_of(store, "session cache redis")
+    newer = store.store(
+        "decision", "Chose memcached for the session cache", supersedes=filled["first"]
+    )
+    found = ids_of(store, "session cache redis memcached")
+    assert newer in found
+    assert filled["first"] not in found
+
+
+@sqlite_only
+@pytest.mark.parametrize("purge", [False, True])
+def test_own_forget_never_comes_back(
+    store: MemoryStore, filled: dict[str, str], purge: bool
+) -> None:
+    assert filled["second"] in ids_of(store, "session cache tokens")
+    assert filled["second"] in cached_row_ids(store)
+    store.forget(filled["second"], purge=purge)
+    for _ in range(2):
+        assert filled["second"] not in ids_of(store, "session cache tokens")
+        assert filled["second"] not in ids_of(store, "tokens hour")
+    kept = [row for row in facts_of(store).rows.values() if row[0] == filled["second"]]
+    if purge:
+        assert kept == []
+    else:  # read again after the forget: tombstoned, and the mask keeps it out
+        assert [row[10] for row in kept] in ([], [1])
+
+
+@sqlite_only
+def test_a_rolled_back_write_empties_it(store: MemoryStore, filled: dict[str, str]) -> None:
+    store.recall("session cache")
+    with pytest.raises(RuntimeError), store.storage.transaction():
+        store.storage.connection.execute(
+            "UPDATE mem_nodes SET content = 'changed' WHERE id = ?", (filled["first"],)
+        )
+        raise RuntimeError("rolled back")
+    assert cached_row_ids(store) == set()
+
+
+@sqlite_only
+def test_a_write_outside_transaction_empties_it(store: MemoryStore, filled: dict[str, str]) -> None:
+    store.recall("session cache")
+    store.storage.connection.execute(
+        "UPDATE mem_nodes SET tombstoned = 1 WHERE id = ?", (filled["second"],)
+    )
+    assert filled["second"] not in ids_of(store, "session cache tokens")
+
+
+# ------------------------------------------------------------------ another connection
+
+
+@sqlite_only
+def test_another_connection_forgetting_empties_it(
+    make_store: Callable[..., MemoryStore], filled: dict[str, str], store: MemoryStore
+) -> None:
+    assert filled["second"] in ids_of(store, "session cache tokens")
+    other = make_store()
+    other.forget(filled["second"])
+    assert filled["second"] not in ids_of(store, "session cache tokens")
+
+
+@sqlite_only
+def test_another_process_writing_empties_it(
+    store: MemoryStore, filled: dict[str, str], db_path: Path
+) -> None:
+    assert filled["third"] in ids_of(store, "cache cluster")
+    script = (
+        "import sys; from nervamem import MemoryStore\n"
+        "with MemoryStore(sys.argv[1]) as s:\n"
+        "    s.forget(sys.argv[2])\n"
+        "    s.store('fact', 'The cache cluster moved to us-east', entities=['Deploy'],\n"
+        "            valid_from='2026-01-01')\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", script, str(db_path), filled["third"]], check=True, timeout=60
+    )
+    found = store.recall("cache cluster").items
+    assert filled["third"] not in [i.id for i in found]
+    assert "us-east" in " ".join(i.content for i in found)
+
+
+# ------------------------------------------------------------------------ access counts
+
+
+def sqlite_rows(db_path: Path, seqs: list[int]) -> dict[int, tuple[Any, ...]]:
+    with closing(sqlite3.connect(db_path)) as conn:
+        marks = ",".join("?" * len(seqs))
+        return {
+            row[8]: row
+            for row in conn.execute(
+                f"SELECT {NODE_COLUMNS}, n.namespace, n.tombstoned FROM mem_nodes n "
+                f"WHERE n.seq IN ({marks})",
+                seqs,
+            )
+        }
+
+
+@sqlite_only
+def test_cached_rows_hold_the_committed_access_counts(
+    store: MemoryStore, filled: dict[str, str], db_path: Path
+) -> None:
+    for _ in range(3):
+        shown = store.recall("session cache")
+        assert shown.items
+    facts = facts_of(store)  # the generation is the same: nothing was emptied
+    assert facts.rows
+    cached = dict(facts.rows)
+    assert sqlite_rows(db_path, list(cached)) == cached
+    assert max(row[7] for row in cached.values()) == 3
+
+
+# --------------------------------------------------------- the same answers as without
+
+
+WORDS = ["session", "cache", "redis", "deploy", "tokens", "cluster", "hour", "auth"]
+sentence = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
+operation = st.one_of(
+    st.tuples(st.just("store"), sentence, st.sampled_from(["Cache", "Deploy", "Auth"])),
+    st.tuples(st.just("supersede"), st.integers(0, 20), sentence),
+    st.tuples(st.just("forget"), st.integers(0, 20), st.just("")),
+    st.tuples(st.just("purge"), st.integers(0, 20), st.just("")),
+    st.tuples(st.just("other"), sentence, st.sampled_from(["Cache", "Deploy"])),
+    st.tuples(st.just("recall"), sentence, st.sampled_from(["", "2026-07-03T12:00:30Z"])),
+    st.tuples(st.just("recall"), sentence, st.just("")),
+)
+
+
+def replay(folder: Path, operations: list[tuple[str, Any, str]]) -> list[object]:
+    """Run the operations on a new store in ``folder`` (a second MemoryStore on the
+    same file for "other"), and return what each recall answered."""
+    path = folder / "memory.db"
+    start = datetime(2026, 7, 3, 12, 0, 0, tzinfo=timezone.utc)
+    answers: list[object] = []
+    with (
+        MemoryStore(path, clock=FakeClock(), random_source=CountingRandom()) as store,
+        MemoryStore(
+            path,
+            clock=FakeClock(start + timedelta(days=1)),
+            random_source=CountingRandom(),
+        ) as other,
+    ):
+        stored: list[str] = []
+        for name, first, second in operations:
+            try:
+                if name == "store":
+                    stored.append(store.store("fact", first, entities=[second]))
+                elif name == "other":
+                    stored.append(other.store("fact", first, entities=[second]))
+                elif name == "supersede" and stored:
+                    old = stored[first % len(stored)]
+                    stored.append(store.store("fact", second, supersedes=old))
+                elif name in ("forget", "purge") and stored:
+                    store.forget(stored[first % len(stored)], purge=name == "purge")
+                if name == "recall":
+                    answers.append(answer(store, first, second or None))
+                else:  # what was there before the write and what changed, at once
+                    answers.append(answer(store, "session cache redis tokens", None))
+            except NervamemError as exc:
+                answers.append(type(exc).__name__)
+    return answers
+
+
+def answer(store: MemoryStore, query: str, as_of: str | None) -> object:
+    result = store.recall(query, as_of=as_of, budget_tokens=300)
+    return [result.markdown, [(i.id, i.score, i.frequency, i.connectivity) for i in result.items]]
+
+
+@pytest.fixture
+def no_cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], None]]:
+    def turn_off() -> None:
+        monkeypatch.setattr(api, "for_recall", lambda storage: None)
+
+    yield turn_off
+
+
+@sqlite_only
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(operations=st.lists(operation, min_size=1, max_size=14))
+def test_recalls_answer_as_without_the_cache(
+    operations: list[tuple[str, Any, str]],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cached = replay(tmp_path_factory.mktemp("cached"), operations)
+    with monkeypatch.context() as patch:
+        patch.setattr(api, "for_recall", lambda storage: None)
+        plain = replay(tmp_path_factory.mktemp("plain"), operations)
+    assert cached == plain
+
+
+# ------------------------------------------------------ the mask's twin agrees with SQL
+
+TIMES = ["2026-01-01T00:00:00Z", "2026-03-01T00:00:00Z", "2026-03-01T00:00:00.5Z", "2027-01-01"]
+rows = st.lists(
+    st.tuples(
+        st.sampled_from(["fact", "decision", "entity"]),
+        st.sampled_from(TIMES),  # valid_from
+        st.one_of(st.none(), st.sampled_from(TIMES)),  # valid_until
+        st.sampled_from([0, 1]),  # tombstoned
+        st.sampled_from(["default", "a", "A", "a "]),  # namespace
+    ),
+    max_size=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    spec=rows,
+    as_of=st.one_of(st.none(), st.sampled_from(TIMES)),
+    namespace=st.sampled_from(["default", "a", "A"]),
+    kinds=st.one_of(st.none(), st.lists(st.sampled_from(["fact", "decision", "entity"]))),
+)
+def test_admits_agrees_with_the_sql_mask(
+    spec: list[tuple[str, str, str | None, int, str]],
+    as_of: str | None,
+    namespace: str,
+    kinds: list[str] | None,
+) -> None:
+    with closing(sqlite3.connect(":memory:")) as conn:
+        conn.execute(
+            "CREATE TABLE mem_nodes (seq INTEGER PRIMARY KEY, id TEXT, kind TEXT, "
+            "content TEXT, namespace TEXT, valid_from TEXT NOT NULL, valid_until TEXT, "
+            "recorded_at TEXT, confidence REAL, tombstoned INTEGER, access_count INTEGER)"
+        )
+        conn.executemany(
+            "INSERT INTO mem_nodes VALUES (?, ?, ?, 'x', ?, ?, ?, '2026-01-01', 1.0, ?, 0)",
+            [
+                (seq, f"n{seq}", kind, ns, start, until, dead)
+                for seq, (kind, start, until, dead, ns) in enumerate(spec, start=1)
+            ],
+        )
+        mask, params = mask_sql(as_of)
+        if kinds:
+            mask += f" AND n.kind IN ({','.join('?' * len(kinds))})"
+            params = [*params, *kinds]
+        by_sql = {
+            seq
+            for (seq,) in conn.execute(
+                f"SELECT n.seq FROM mem_nodes n WHERE +n.namespace = ? AND {mask}",
+                [namespace, *params],
+            )
+        }
+        cached = conn.execute(
+            f"SELECT {NODE_COLUMNS}, n.namespace, n.tombstoned FROM mem_nodes n"
+        ).fetchall()
+    by_twin = {row[8] for row in cached if node_cache.admits(row, namespace, as_of, kinds)}
+    assert by_twin == by_sql
