@@ -49,8 +49,9 @@ def term_weights(
     chooses the rows it reads: the summed IDF of the key terms it holds times the share
     of key terms it holds. :func:`score_rows` starts from the same product, with the
     common terms found in the text added."""
+    weight_of = idf.__getitem__
     return {
-        rowid: sum(idf[k] for k in keys) * len(keys) / key_count for rowid, keys in matched.items()
+        rowid: sum(map(weight_of, keys)) * len(keys) / key_count for rowid, keys in matched.items()
     }
 
 
