@@ -104,12 +104,12 @@ def score_rows(
         # (no keys: newest rows of an all-common query that the loose match missed)
         if (
             phrase
-            and (lowered is None or all(term in lowered for term in terms))
+            and (lowered is None or all(map(lowered.__contains__, terms)))
             and phrase.search(text)
         ):
             score *= PHRASE_BOOST
         factor = 1 + SPECIFICITY_WEIGHT * row_specific
-        if near is not None:
+        if near is not None and len(keys) > 1:  # a pair is two distinct key terms
             factor *= 1 + near(row_words, keys)
         score *= factor
         if spans and any(first <= row[3][:10] <= last for first, last in spans):
@@ -311,6 +311,8 @@ def _within(first: Sequence[int], second: Sequence[int], window: int) -> bool:
     """Whether a position of ``first`` lies within ``window`` of one of ``second``: linear
     in the positions, as a memory of a megabyte holds a common word thousands of times
     and comparing every pair took recall minutes."""
+    if len(first) * len(second) <= 16:  # a few positions each (nearly every memory)
+        return any(-window <= x - y <= window for x in first for y in second)
     near = set(second)
     return any(x + step in near for x in first for step in range(-window, window + 1))
 
