@@ -253,17 +253,17 @@ def _specificity_of_bags(distinct: Sequence[Collection[str]], query: Sequence[st
     # One logarithm per document frequency (1..n), not one per distinct word.
     logs = [0.0, *(math.log((n + 1) / df) for df in range(1, n + 1))]
     counts = Counter(chain.from_iterable(distinct))
-    rarity = dict(zip(counts, map(logs.__getitem__, counts.values()), strict=True))
-    # A query word weighs nothing and is not counted in its bag's length: the same as
-    # leaving it out of every bag (its own count then does not matter), without a set
-    # made per bag. fsum is exact, so neither the zeros nor the set's (hash-seeded)
+    # A query word weighs nothing (logs[0]) and is not counted in its bag's length: the
+    # same as leaving it out of every bag (its own count then does not matter), without
+    # a set made per bag. fsum is exact, so neither the zeros nor the set's (hash-seeded)
     # order change a sum.
-    for word in asked.intersection(rarity):
-        rarity[word] = 0.0
+    for word in asked.intersection(counts):
+        counts[word] = 0
+    rarity, count_of = logs.__getitem__, counts.__getitem__
     raw = []
     for bag in distinct:
         size = len(bag) - len(asked.intersection(bag)) if asked else len(bag)
-        raw.append(math.fsum(map(rarity.__getitem__, bag)) / size if size else 0.0)
+        raw.append(math.fsum(map(rarity, map(count_of, bag))) / size if size else 0.0)
     top = max(raw, default=0.0) or 1.0
     return [value / top for value in raw]
 
@@ -282,20 +282,16 @@ def _proximity(
     if not pairs:
         return None
     total = sum(weight for _, _, weight in pairs)
-    prefixes = tuple(roots)
 
     def boost(words: Sequence[str], matched: Sequence[str]) -> float:
         held = set(matched)
         wanted = [p for p in pairs if keys[p[0]] in held and keys[p[1]] in held]
         if not wanted:
             return 0.0
-        # Where any key's root starts a word (one pass in C), then which root, for the
-        # keys of the wanted pairs only.
-        hits = list(compress(count(), map(str.startswith, words, repeat(prefixes))))
+        # Where each key of a wanted pair starts a word: a pass in C per key.
         where = {
-            key: [i for i in hits if words[i].startswith(roots[key])]
-            for pair in wanted
-            for key in pair[:2]
+            key: list(compress(count(), map(str.startswith, words, repeat(roots[key]))))
+            for key in {key for pair in wanted for key in pair[:2]}
         }
         earned = sum(
             weight
