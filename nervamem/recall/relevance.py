@@ -73,8 +73,8 @@ def score_rows(
         if len(terms) > 1
         else None
     )
-    roots = _common_roots(common)
-    common_roots = _listed_roots(roots)  # the query's: listed once a call, not per row
+    # The query's common roots, listed once a call, not per row.
+    common_roots = _listed_roots(_common_roots(common))
     finder: re.Pattern[str] | None = None  # only for a text that is not ASCII
     ascii_terms = all(term.isascii() for term in terms)
     texts = [_text_words(row[2]) for row in rows]
@@ -96,7 +96,7 @@ def score_rows(
                 finder = finder or _common_pattern(common)
                 found_common = {m.lastindex for m in finder.finditer(text) if m.lastindex}
             else:
-                found_common = _common_in_ascii_flat(lowered, common_roots, roots)
+                found_common = _common_in_ascii_flat(lowered, common_roots)
             if found_common:
                 keys = keys + [common[i - 1] for i in sorted(found_common)]
         norm = k1_plus_1 / (1 + BM25_K1 * (one_minus_b + BM25_B * len(text) / average))
@@ -177,41 +177,38 @@ def _common_in_ascii(lowered: str, roots: Sequence[Sequence[str]]) -> set[int]:
     counts where it starts a word (no letter or digit before it) and no earlier match
     covers it; where several roots start at the same place, the one the pattern tries
     first (groups in order, and a group's roots in order) decides the match's length."""
-    return _common_in_ascii_flat(lowered, _listed_roots(roots), roots)
+    return _common_in_ascii_flat(lowered, _listed_roots(roots))
 
 
-def _listed_roots(roots: Sequence[Sequence[str]]) -> list[tuple[str, int, int]]:
-    """(root, group number from 1, order among its group's roots) of every root, in the
-    order :func:`_common_matcher`'s pattern tries them."""
+def _listed_roots(roots: Sequence[Sequence[str]]) -> list[tuple[str, int, int, int]]:
+    """(root, group number from 1, order among its group's roots, the length its match
+    covers) of every root, in the order :func:`_common_matcher`'s pattern tries them."""
     return [
-        (root, number, order)
+        (root, number, order, max(len(root), 1))
         for number, forms in enumerate(roots, start=1)
         for order, root in enumerate(forms)
     ]
 
 
-def _common_in_ascii_flat(
-    lowered: str, flat: Sequence[tuple[str, int, int]], roots: Sequence[Sequence[str]]
-) -> set[int]:
+def _common_in_ascii_flat(lowered: str, flat: Sequence[tuple[str, int, int, int]]) -> set[int]:
     """:func:`_common_in_ascii` with the roots listed (:func:`_listed_roots`) once a query."""
-    starts: list[tuple[int, int, int]] = []
+    starts: list[tuple[int, int, int, int]] = []
     find = lowered.find
-    for root, number, order in flat:
+    for root, number, order, length in flat:
         at = find(root)
         while at != -1:
             if at == 0 or not lowered[at - 1].isalnum():
-                starts.append((at, number, order))
+                starts.append((at, number, order, length))
             at = find(root, at + 1)
-    if not starts:
-        return set()
-    if len(starts) > 1:
-        starts.sort()
+    if len(starts) < 2:
+        return {starts[0][1]} if starts else set()
+    starts.sort()  # by place, then as the pattern tries them; (number, order) is unique
     found: set[int] = set()
     end = 0
-    for at, number, order in starts:
+    for at, number, _, length in starts:
         if at >= end:
             found.add(number)
-            end = at + max(len(roots[number - 1][order]), 1)
+            end = at + length
     return found
 
 

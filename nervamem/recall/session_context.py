@@ -126,7 +126,8 @@ def session_context(
                 candidate.relevance *= 1.0 + SESSION_WEIGHT * weight.get(session, 0.0) / top
     best = max(c.relevance for c in result.values())
     for candidate in result.values():
-        candidate.relevance = max(candidate.relevance / best, 1e-6)
+        relevance = candidate.relevance / best
+        candidate.relevance = relevance if relevance >= 1e-6 else 1e-6
     return result
 
 
