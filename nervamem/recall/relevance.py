@@ -259,8 +259,9 @@ def _specificity_of_bags(distinct: Sequence[Collection[str]], query: Sequence[st
     rarity, count_of = logs.__getitem__, counts.__getitem__
     raw = []
     for bag in distinct:
-        size = len(bag) - len(asked.intersection(bag)) if asked else len(bag)
-        raw.append(math.fsum(map(rarity, map(count_of, bag))) / size if size else 0.0)
+        found = list(map(count_of, bag))
+        size = len(found) - found.count(0)  # its words less the query's
+        raw.append(math.fsum(map(rarity, found)) / size if size else 0.0)
     top = max(raw, default=0.0) or 1.0
     return [value / top for value in raw]
 
