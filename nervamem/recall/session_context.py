@@ -88,8 +88,13 @@ def session_context(
         session = session_of.get(seed.id)
         if session is None:
             continue
-        members = by_session[session]
-        place = next(i for i, r in enumerate(members) if r[0] == seed.id)
+        members = by_session.get(session, [])
+        place = next((i for i, r in enumerate(members) if r[0] == seed.id), None)
+        if place is None:
+            # Its session and its window are two reads: a write between them (another
+            # process superseding or forgetting the seed) masks it out of the window.
+            # It then has no context, as on PostgreSQL, where one statement reads both.
+            continue
         for index, row in enumerate(members):
             distance = index - place
             if distance == 0 or abs(distance) > CONTEXT_WINDOW:
