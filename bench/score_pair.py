@@ -7,10 +7,12 @@ that ranks: checkout B recalls every query of the peers workload once (budget 50
 copy of ``bench/out/peers-SIZE/memory.db`` while the inputs of its ``score_rows``
 (recall/relevance.py) and ``top_k`` (recall/scoring.py, with the degrees it read) are
 recorded; then each recorded call is run by A's and by B's function, A then B (B then A
-on odd rounds), and the thread CPU time of each is summed. The results must be equal
-(every candidate's relevance; every ranked score, factor and ID): the script stops if
-they are not. Checkout A is imported as ``nervamem_a`` (a symlink), as in
-recall_pair.py.
+on odd rounds), and the thread CPU time of each is summed. Interleaving evicts one
+checkout's data from the CPU caches for the other's; ``--blocks`` runs every call of
+one checkout, then every call of the other, as a process running one of them would.
+The results must be equal (every candidate's relevance; every ranked score, factor and
+ID): the script stops if they are not. Checkout A is imported as ``nervamem_a`` (a
+symlink), as in recall_pair.py.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ def main() -> int:
     parser.add_argument("b", type=Path, help="checkout B (imported as nervamem)")
     parser.add_argument("--peers", default="1k", help="store size: bench/out/peers-SIZE")
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument(
+        "--blocks", action="store_true", help="all calls of one checkout, then the other's"
+    )
     args = parser.parse_args()
     bench = Path(__file__).resolve().parent
     scratch = Path(tempfile.mkdtemp(prefix="nervamem-score-"))
@@ -52,33 +57,34 @@ def main() -> int:
         spent = {name: {"score_rows": 0.0, "top_k": 0.0} for name in steps}
         for round_ in range(args.rounds):
             order = ("A", "B") if round_ % 2 == 0 else ("B", "A")
-            for call in scores:
-                results = {}
-                for name in order:
-                    relevance = steps[name][0]
-                    began = time.thread_time()
-                    found = relevance.score_rows(*call)
-                    spent[name]["score_rows"] += time.thread_time() - began
-                    results[name] = [(i, c.relevance) for i, c in found.items()]
-                if results["A"] != results["B"]:
-                    raise SystemExit("score_rows differs between the checkouts")
-            for candidates, reference, k, degree in ranks:
-                results = {}
-                for name in order:
-                    _, scoring, module = steps[name]
-                    found = {
-                        row[0]: module.Candidate(*row, relevance=r, via=via)
-                        for row, r, via in candidates
-                    }
-                    scoring.degrees = lambda conn, ids, degree=degree: {
-                        i: degree[i] for i in ids if i in degree
-                    }
-                    began = time.thread_time()
-                    ranked = scoring.top_k(None, found, reference=reference, k=k)
-                    spent[name]["top_k"] += time.thread_time() - began
-                    results[name] = [(s[:4], s[4].id) for s in ranked]
-                if results["A"] != results["B"]:
-                    raise SystemExit("top_k differs between the checkouts")
+            # Call by call (A's and B's run of a call one after the other), or with
+            # --blocks every call of one checkout, then every call of the other.
+            blocks = [order] if not args.blocks else [(name,) for name in order]
+            ranked: dict[str, list[Any]] = {name: [] for name in steps}
+            for names in blocks:
+                for call in scores:
+                    for name in names:
+                        relevance = steps[name][0]
+                        began = time.thread_time()
+                        found = relevance.score_rows(*call)
+                        spent[name]["score_rows"] += time.thread_time() - began
+                        ranked[name].append([(i, c.relevance) for i, c in found.items()])
+                for candidates, reference, k, degree in ranks:
+                    for name in names:
+                        _, scoring, module = steps[name]
+                        found = {
+                            row[0]: module.Candidate(*row, relevance=r, via=via)
+                            for row, r, via in candidates
+                        }
+                        scoring.degrees = lambda conn, ids, degree=degree: {
+                            i: degree[i] for i in ids if i in degree
+                        }
+                        began = time.thread_time()
+                        top = scoring.top_k(None, found, reference=reference, k=k)
+                        spent[name]["top_k"] += time.thread_time() - began
+                        ranked[name].append([(s[:4], s[4].id) for s in top])
+            if ranked["A"] != ranked["B"]:
+                raise SystemExit("the checkouts rank differently")
     finally:
         shutil.rmtree(scratch)
     for name, checkout in (("A", args.a), ("B", args.b)):
