@@ -17,30 +17,23 @@ symlink), as in recall_pair.py.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import shutil
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("a", type=Path, help="checkout A (imported as nervamem_a)")
-    parser.add_argument("b", type=Path, help="checkout B (imported as nervamem)")
-    parser.add_argument("--peers", default="1k", help="store size: bench/out/peers-SIZE")
-    parser.add_argument("--rounds", type=int, default=9)
+    from recall_pair import pair_parser, side_by_side
+
+    parser = pair_parser(__doc__.split("\n")[0], rounds=9)
     parser.add_argument(
         "--blocks", action="store_true", help="all calls of one checkout, then the other's"
     )
     args = parser.parse_args()
     bench = Path(__file__).resolve().parent
-    scratch = Path(tempfile.mkdtemp(prefix="nervamem-score-"))
-    (scratch / "nervamem_a").symlink_to(args.a.resolve() / "nervamem")
-    sys.path[:0] = [str(scratch), str(args.b.resolve()), str(bench)]
+    scratch = side_by_side(args.a, args.b)
     import latency
     import peers
 
