@@ -34,18 +34,31 @@ def _percentiles(values: list[float]) -> str:
     return f"p50 {statistics.median(ordered):.2f} / p95 {p95:.2f} / slowest {ordered[-1]:.2f}"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def pair_parser(description: str, rounds: int) -> argparse.ArgumentParser:
+    """The arguments of a script that runs two checkouts side by side on a peers store."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("a", type=Path, help="checkout A (imported as nervamem_a)")
     parser.add_argument("b", type=Path, help="checkout B (imported as nervamem)")
     parser.add_argument("--peers", default="1k", help="store size: bench/out/peers-SIZE")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    return parser
+
+
+def side_by_side(a: Path, b: Path) -> Path:
+    """A scratch folder from which checkout A imports as ``nervamem_a`` (a symlink) and B
+    as ``nervamem``, both and bench/ first on sys.path."""
+    scratch = Path(tempfile.mkdtemp(prefix="nervamem-pair-"))
+    (scratch / "nervamem_a").symlink_to(a.resolve() / "nervamem")
+    sys.path[:0] = [str(scratch), str(b.resolve()), str(Path(__file__).resolve().parent)]
+    return scratch
+
+
+def main() -> int:
+    parser = pair_parser(__doc__.split("\n")[0], rounds=5)
     parser.add_argument("--budget", type=int, default=500)
     args = parser.parse_args()
     bench = Path(__file__).resolve().parent
-    scratch = Path(tempfile.mkdtemp(prefix="nervamem-pair-"))
-    (scratch / "nervamem_a").symlink_to(args.a.resolve() / "nervamem")
-    sys.path[:0] = [str(scratch), str(args.b.resolve()), str(bench)]
+    scratch = side_by_side(args.a, args.b)
     import latency
     import peers
 

@@ -296,6 +296,7 @@ if not TYPE_CHECKING:
         get = attrgetter(*names)
         values = get if len(names) > 1 else (lambda obj: (get(obj),))
         title = cls.__name__
+        every_name = frozenset(names)
 
         def frozen_error(message: str) -> Exception:
             from dataclasses import FrozenInstanceError
@@ -303,6 +304,15 @@ if not TYPE_CHECKING:
             return FrozenInstanceError(message)
 
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            # Every field given, all by position or all by keyword (how the core builds
+            # its results: recall makes ~30 items a call): one update of the instance's
+            # dict, in field order, as the loop below would set them one by one.
+            if not kwargs and len(args) == len(names):
+                self.__dict__.update(zip(names, args, strict=True))
+                return
+            if not args and len(kwargs) == len(names) and kwargs.keys() == every_name:
+                self.__dict__.update(zip(names, map(kwargs.__getitem__, names), strict=True))
+                return
             if len(args) > len(names):
                 raise TypeError(
                     f"{title}.__init__() takes {len(names) + 1} positional arguments but "

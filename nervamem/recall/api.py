@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import conflicts, nodes
 from ..models import RecallItem, RecallResult
@@ -199,13 +199,15 @@ def _item_completer(
     With ``known_at``, an item's valid_until is the one known then (supersessions
     recorded later left out)."""
     conn = storage.connection
-    items: dict[int, RecallItem] = {}
+    # The lookups of each index's chunk; an item is built only when packing asks for
+    # it (it shows about half of what a chunk looks up).
+    looked_up: dict[int, tuple[Any, ...]] = {}
     # A rival is shown if recall could show it: the same temporal mask.
     rival_mask = mask_sql(mask, "rival")
     size = COMPLETE_CHUNK_OF.get(storage.engine, COMPLETE_CHUNK)
 
     def complete(index: int) -> RecallItem:
-        if index not in items:
+        if index not in looked_up:
             chunk = ranked[index : index + size]
             sessions = sessions_of(conn, [s[4].id for s in chunk])
             why = reasons_of(conn, [s[4].id for s in chunk if s[4].kind == "decision"])
@@ -221,29 +223,31 @@ def _item_completer(
                     *(r for named in rivals.values() for r in named),
                 ],
             )
-            for offset, (score, r, f, c, cand) in enumerate(chunk, start=index):
-                items[offset] = RecallItem(
-                    id=cand.id,
-                    short_id=short[cand.id],
-                    kind=cand.kind,
-                    content=cand.content,
-                    score=round(score, 6),
-                    relevance=round(cand.relevance, 6),
-                    recency=round(r, 6),
-                    frequency=round(f, 6),
-                    connectivity=round(c, 6),
-                    confidence=cand.confidence,
-                    valid_from=cand.valid_from,
-                    valid_until=until.get(cand.id, cand.valid_until),
-                    recorded_at=cand.recorded_at,
-                    session_id=sessions.get(cand.id),
-                    session_short_id=short[sessions[cand.id]] if cand.id in sessions else None,
-                    via=cand.via,
-                    rationale=why[cand.id][0] if cand.id in why else None,
-                    rejected=why[cand.id][1] if cand.id in why else (),
-                    conflicts_with=rivals.get(cand.id, ()),
-                    conflicts_with_short=tuple(short[r] for r in rivals.get(cand.id, ())),
-                )
-        return items[index]
+            lookups = (sessions, why, rivals, until, short)
+            looked_up.update(dict.fromkeys(range(index, index + len(chunk)), lookups))
+        sessions, why, rivals, until, short = looked_up[index]
+        score, r, f, c, cand = ranked[index]
+        return RecallItem(
+            id=cand.id,
+            short_id=short[cand.id],
+            kind=cand.kind,
+            content=cand.content,
+            score=round(score, 6),
+            relevance=round(cand.relevance, 6),
+            recency=round(r, 6),
+            frequency=round(f, 6),
+            connectivity=round(c, 6),
+            confidence=cand.confidence,
+            valid_from=cand.valid_from,
+            valid_until=until.get(cand.id, cand.valid_until),
+            recorded_at=cand.recorded_at,
+            session_id=sessions.get(cand.id),
+            session_short_id=short[sessions[cand.id]] if cand.id in sessions else None,
+            via=cand.via,
+            rationale=why[cand.id][0] if cand.id in why else None,
+            rejected=why[cand.id][1] if cand.id in why else (),
+            conflicts_with=rivals.get(cand.id, ()),
+            conflicts_with_short=tuple(short[r] for r in rivals.get(cand.id, ())),
+        )
 
     return complete

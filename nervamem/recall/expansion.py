@@ -10,6 +10,7 @@ per seed, however many edges a hub entity has.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
 from ..storage.engine import POSTGRESQL, Connection, dialect_of
 from .candidates import NODE_COLUMNS, Candidate, NodeRow, among, cached_rows, degrees
@@ -75,7 +76,7 @@ def expand(
     from it where it holds them."""
     width = max(1, min(width, EXPANSION_SEEDS))
     result = dict(seeds)
-    frontier = sorted(seeds.values(), key=lambda c: -c.relevance)[:width]
+    frontier = sorted(seeds.values(), key=attrgetter("relevance"), reverse=True)[:width]
     mask, mask_params = mask_sql(as_of)
     for _ in range(hops):
         inherited: dict[str, float] = {}
@@ -114,7 +115,7 @@ def expand(
             frontier.append(candidate)
             if not kinds or candidate.kind in kinds:
                 result[candidate.id] = candidate
-        frontier.sort(key=lambda c: -c.relevance)
+        frontier.sort(key=attrgetter("relevance"), reverse=True)
         frontier = frontier[:width]
     return result
 

@@ -50,7 +50,7 @@ copies of the layout drift apart while the budget measured only one of them.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Protocol, cast
 
 from ..errors import BadInputError
@@ -185,7 +185,13 @@ def render(
     """The recall's Markdown; items whose ID is in ``terse`` are shown without their
     reasons (the budget held the decision, not its rationale)."""
     kinds = kinds_of(items)
-    lines = [header_line(query, as_of_label, len(items), used, budget, kinds)]
+    header = header_line(query, as_of_label, len(items), used, budget, kinds)
+    return header + _body(items, kinds, terse)
+
+
+def _body(items: Sequence[RecallItem], kinds: Sequence[str], terse: Collection[str]) -> str:
+    """The text under the header line, from the newline that ends it."""
+    lines = [""]  # the header's end
     for kind in kinds:
         if len(kinds) > 1:
             lines += ["", section_heading(SECTION_TITLE[kind])]
@@ -212,16 +218,18 @@ def _finalize(
     counter: TokenCounter,
     terse: set[str] | None = None,
 ) -> tuple[str, int]:
-    """Render with a header whose used/budget figure matches the text it heads."""
+    """Render with a header whose used/budget figure matches the text it heads: the
+    body once, the header until its figure is the count of the whole."""
+    kinds = kinds_of(items)
+    body = _body(items, kinds, terse or set())
     used = 0
-    shown = terse or set()
-    text = render(query, as_of_label, items, used, budget, shown)
+    text = header_line(query, as_of_label, len(items), used, budget, kinds) + body
     for _ in range(5):
         measured = counter.count(text)
         if measured == used:
             break
         used = measured
-        text = render(query, as_of_label, items, used, budget, shown)
+        text = header_line(query, as_of_label, len(items), used, budget, kinds) + body
     return text, counter.count(text)
 
 

@@ -16,7 +16,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from itertools import chain
+from itertools import chain, compress, count, repeat
 
 from .candidates import Candidate, NodeRow
 from .irregular import past_forms
@@ -49,8 +49,9 @@ def term_weights(
     chooses the rows it reads: the summed IDF of the key terms it holds times the share
     of key terms it holds. :func:`score_rows` starts from the same product, with the
     common terms found in the text added."""
+    weight_of = idf.__getitem__
     return {
-        rowid: sum(idf[k] for k in keys) * len(keys) / key_count for rowid, keys in matched.items()
+        rowid: sum(map(weight_of, keys)) * len(keys) / key_count for rowid, keys in matched.items()
     }
 
 
@@ -72,45 +73,56 @@ def score_rows(
         if len(terms) > 1
         else None
     )
-    finder = _common_matcher(common)
-    roots = _common_roots(common)
+    # The query's common roots, listed once a call, not per row.
+    common_roots = _listed_roots(_common_roots(common))
+    finder: re.Pattern[str] | None = None  # only for a text that is not ASCII
     ascii_terms = all(term.isascii() for term in terms)
     texts = [_text_words(row[2]) for row in rows]
-    words = [text[0] for text in texts]
     specific = _specificity_of_bags([text[1] for text in texts], terms)
     near = _proximity(content_terms(terms), idf)
+    # The parts of BM25's norm that do not depend on the row, with the same rounding
+    # steps as the whole expression: (k1 + 1) / (1 + k1 * ((1 - b) + b * length / average)).
+    k1_plus_1, one_minus_b = BM25_K1 + 1, 1 - BM25_B
+    weight_of = idf.__getitem__
     scored: list[tuple[float, NodeRow]] = []
-    for row, row_words, row_specific in zip(rows, words, specific, strict=True):
+    for row, (row_words, _, row_lowered), row_specific in zip(rows, texts, specific, strict=True):
         keys = matched[row[8]]
+        text = row[2]
         # ASCII text and terms (nearly every row): plain string searches in the lowered
         # text find what the case-insensitive patterns would, a few times faster.
-        lowered = row[2].lower() if ascii_terms and row[2].isascii() else None
-        if finder:
-            found_common = (
-                {m.lastindex for m in finder.finditer(row[2]) if m.lastindex}
-                if lowered is None
-                else _common_in_ascii(lowered, roots)
-            )
-            keys = keys + [common[i - 1] for i in sorted(found_common)]
-        norm = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * len(row[2]) / average))
-        score = sum(idf[k] for k in keys) * len(keys) / key_count * norm
-        if not keys:
-            score = 1e-3  # newest rows of an all-common query that the loose match missed
+        lowered = row_lowered if ascii_terms and text.isascii() else None
+        if common_roots:
+            if lowered is None:
+                finder = finder or _common_pattern(common)
+                found_common = {m.lastindex for m in finder.finditer(text) if m.lastindex}
+            else:
+                found_common = _common_in_ascii_flat(lowered, common_roots)
+            if found_common:
+                keys = keys + [common[i - 1] for i in sorted(found_common)]
+        norm = k1_plus_1 / (1 + BM25_K1 * (one_minus_b + BM25_B * len(text) / average))
+        score = sum(map(weight_of, keys)) * len(keys) / key_count * norm if keys else 1e-3
+        # (no keys: newest rows of an all-common query that the loose match missed)
         if (
             phrase
-            and (lowered is None or all(term in lowered for term in terms))
-            and phrase.search(row[2])
+            and (lowered is None or all(map(lowered.__contains__, terms)))
+            and phrase.search(text)
         ):
             score *= PHRASE_BOOST
-        score *= (1 + SPECIFICITY_WEIGHT * row_specific) * (1 + near(row_words, keys))
+        factor = 1 + SPECIFICITY_WEIGHT * row_specific
+        if near is not None and len(keys) > 1:  # a pair is two distinct key terms
+            factor *= 1 + near(row_words, keys)
+        score *= factor
         if spans and any(first <= row[3][:10] <= last for first, last in spans):
             score *= 1 + DATE_WEIGHT
         scored.append((score, row))
     best = max(score for score, _ in scored) or 1.0
-    return {
-        row[0]: Candidate(*row, relevance=max(score / best, 1e-6), via="search")
-        for score, row in scored
-    }
+    found: dict[str, Candidate] = {}
+    for score, row in scored:
+        relevance = score / best
+        found[row[0]] = Candidate(
+            *row, relevance=relevance if relevance >= 1e-6 else 1e-6, via="search"
+        )
+    return found
 
 
 # Suffixes cut before a common term is looked for in a candidate's text, roughly as the
@@ -149,8 +161,10 @@ def _common_roots(common: list[str]) -> list[list[str]]:
 def _common_matcher(common: list[str]) -> re.Pattern[str] | None:
     """One pattern that finds any common term (or a past form of it) at a word start;
     group i is term i."""
-    if not common:
-        return None
+    return _common_pattern(common) if common else None
+
+
+def _common_pattern(common: list[str]) -> re.Pattern[str]:
     groups = "|".join(
         "(" + "|".join(re.escape(root) for root in roots) + ")" for roots in _common_roots(common)
     )
@@ -163,36 +177,49 @@ def _common_in_ascii(lowered: str, roots: Sequence[Sequence[str]]) -> set[int]:
     counts where it starts a word (no letter or digit before it) and no earlier match
     covers it; where several roots start at the same place, the one the pattern tries
     first (groups in order, and a group's roots in order) decides the match's length."""
-    starts: list[tuple[int, int, int]] = []
-    for number, forms in enumerate(roots, start=1):
-        for order, root in enumerate(forms):
-            at = lowered.find(root)
-            while at != -1:
-                if at == 0 or not lowered[at - 1].isalnum():
-                    starts.append((at, number, order))
-                at = lowered.find(root, at + 1)
-    if len(starts) > 1:
-        starts.sort()
+    return _common_in_ascii_flat(lowered, _listed_roots(roots))
+
+
+def _listed_roots(roots: Sequence[Sequence[str]]) -> list[tuple[str, int, int, int]]:
+    """(root, group number from 1, order among its group's roots, the length its match
+    covers) of every root, in the order :func:`_common_matcher`'s pattern tries them."""
+    return [
+        (root, number, order, max(len(root), 1))
+        for number, forms in enumerate(roots, start=1)
+        for order, root in enumerate(forms)
+    ]
+
+
+def _common_in_ascii_flat(lowered: str, flat: Sequence[tuple[str, int, int, int]]) -> set[int]:
+    """:func:`_common_in_ascii` with the roots listed (:func:`_listed_roots`) once a query."""
+    starts: list[tuple[int, int, int, int]] = []
+    find = lowered.find
+    for root, number, order, length in flat:
+        at = find(root)
+        while at != -1:
+            if at == 0 or not lowered[at - 1].isalnum():
+                starts.append((at, number, order, length))
+            at = find(root, at + 1)
+    if len(starts) < 2:
+        return {starts[0][1]} if starts else set()
+    starts.sort()  # by place, then as the pattern tries them; (number, order) is unique
     found: set[int] = set()
     end = 0
-    for at, number, order in starts:
+    for at, number, _, length in starts:
         if at >= end:
             found.add(number)
-            end = at + max(len(roots[number - 1][order]), 1)
+            end = at + length
     return found
 
 
-def _split_text(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """:func:`words_of` the text, and its distinct words that are not stop words."""
-    words = words_of(text)
-    return tuple(words), tuple(frozenset(words).difference(STOPWORDS))
+def _split_text(text: str) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """:func:`words_of` the text, its distinct words that are not stop words, and the
+    text lowered (what the ASCII searches of :func:`score_rows` read)."""
+    lowered = text.lower()
+    words = lowered.translate(_PUNCTUATION).split()
+    return tuple(words), tuple(frozenset(words).difference(STOPWORDS)), lowered
 
 
-# The same, kept for the texts recall read lately: the same memories come back recall
-# after recall (a hub entity's, the newest ones), and their split does not depend on the
-# query. Least recently used out first. Tuples of strings, not lists or sets: the cyclic
-# GC stops tracking them at its first look, whereas 4096 entries of lists and sets kept
-# it collecting every ~13 recalls at 100k, ~0.7 ms a recall on average.
 TEXT_CACHE_SIZE = 4096
 _text_words = functools.lru_cache(maxsize=TEXT_CACHE_SIZE)(_split_text)
 
@@ -219,37 +246,51 @@ def specificity(words: Sequence[Sequence[str]], query: Sequence[str]) -> list[fl
 def _specificity_of_bags(distinct: Sequence[Collection[str]], query: Sequence[str]) -> list[float]:
     """:func:`specificity` from each candidate's distinct words less the stop words."""
     asked = frozenset(query)
-    bags = [set(bag).difference(asked) for bag in distinct]
-    n = len(bags)
+    n = len(distinct)
     # One logarithm per document frequency (1..n), not one per distinct word.
     logs = [0.0, *(math.log((n + 1) / df) for df in range(1, n + 1))]
-    rarity = {word: logs[df] for word, df in Counter(chain.from_iterable(bags)).items()}
-    # fsum is exact, so the result does not depend on the set's (hash-seeded) order.
-    raw = [math.fsum(map(rarity.__getitem__, bag)) / len(bag) if bag else 0.0 for bag in bags]
+    counts = Counter(chain.from_iterable(distinct))
+    # A query word weighs nothing (logs[0]) and is not counted in its bag's length: the
+    # same as leaving it out of every bag (its own count then does not matter), without
+    # a set made per bag. fsum is exact, so neither the zeros nor the set's (hash-seeded)
+    # order change a sum.
+    for word in asked.intersection(counts):
+        counts[word] = 0
+    rarity, count_of = logs.__getitem__, counts.__getitem__
+    raw = []
+    for bag in distinct:
+        found = list(map(count_of, bag))
+        size = len(found) - found.count(0)  # its words less the query's
+        raw.append(math.fsum(map(rarity, found)) / size if size else 0.0)
     top = max(raw, default=0.0) or 1.0
     return [value / top for value in raw]
 
 
 def _proximity(
     keys: Sequence[str], idf: Mapping[str, float]
-) -> Callable[[Sequence[str], Sequence[str]], float]:
+) -> Callable[[Sequence[str], Sequence[str]], float] | None:
     """Term proximity: for each pair of key terms adjacent in the query ("favorite book",
     "support group"), a memory holding both within PROXIMITY_WINDOW words of each other
-    earns the pair's IDF weight; the boost is PROXIMITY_WEIGHT x earned / all pairs."""
+    earns the pair's IDF weight; the boost is PROXIMITY_WEIGHT x earned / all pairs.
+    None when the query has no such pair (every boost would be 0)."""
     roots = [_root(key) for key in keys]
     pairs = [
         (i, i + 1, idf.get(keys[i], 0.0) + idf.get(keys[i + 1], 0.0)) for i in range(len(keys) - 1)
     ]
+    if not pairs:
+        return None
     total = sum(weight for _, _, weight in pairs)
-    prefixes = tuple(roots)
 
     def boost(words: Sequence[str], matched: Sequence[str]) -> float:
         held = set(matched)
         wanted = [p for p in pairs if keys[p[0]] in held and keys[p[1]] in held]
         if not wanted:
             return 0.0
-        hits = [(i, word) for i, word in enumerate(words) if word.startswith(prefixes)]
-        where = [[i for i, word in hits if word.startswith(root)] for root in roots]
+        # Where each key of a wanted pair starts a word: a pass in C per key.
+        where = {
+            key: list(compress(count(), map(str.startswith, words, repeat(roots[key]))))
+            for key in {key for pair in wanted for key in pair[:2]}
+        }
         earned = sum(
             weight
             for a, b, weight in wanted
@@ -264,6 +305,8 @@ def _within(first: Sequence[int], second: Sequence[int], window: int) -> bool:
     """Whether a position of ``first`` lies within ``window`` of one of ``second``: linear
     in the positions, as a memory of a megabyte holds a common word thousands of times
     and comparing every pair took recall minutes."""
+    if len(first) * len(second) <= 16:  # a few positions each (nearly every memory)
+        return any(-window <= x - y <= window for x in first for y in second)
     near = set(second)
     return any(x + step in near for x in first for step in range(-window, window + 1))
 

@@ -12,6 +12,8 @@ import functools
 import heapq
 import math
 from datetime import datetime
+from operator import itemgetter
+from typing import Any
 
 from ..storage.engine import Connection
 from ..timeparse import to_datetime
@@ -76,29 +78,49 @@ def top_k(
     # Recency (a date parse) only where it can matter: it is at most 1, so a candidate
     # whose relevance x frequency is below the 2 x k-th score computed so far cannot
     # enter the 2 x k best. Visited by that bound, best first; the rest are skipped.
+    # Each factor is computed once per distinct input (an access count, a recorded_at,
+    # a degree): a recall's candidates share them, an import's memories their time.
+    width = 2 * k
+    frequencies: dict[int, float] = {}
     bounded = []
     for candidate in found.values():
-        f = frequency(candidate.access_count)
+        f = frequencies.get(candidate.access_count)
+        if f is None:
+            f = frequencies[candidate.access_count] = frequency(candidate.access_count)
         bounded.append((candidate.relevance * f, f, candidate))
-    bounded.sort(key=lambda b: -b[0])
+    bounded.sort(key=itemgetter(0), reverse=True)  # stable: ties keep their order
+    recencies: dict[str, float] = {}
     partial = []
     best: list[float] = []  # min-heap of the 2 x k best scores so far
     for upper, f, candidate in bounded:
-        if len(best) == 2 * k and upper < best[0]:
+        if len(best) == width and upper < best[0]:
             break
-        r = recency(candidate.recorded_at, reference)
+        r = recencies.get(candidate.recorded_at)
+        if r is None:
+            r = recencies[candidate.recorded_at] = recency(candidate.recorded_at, reference)
         score = candidate.relevance * r * f
-        partial.append((score, r, f, candidate))
-        if len(best) < 2 * k:
+        partial.append((score, candidate.id, r, f, candidate))
+        if len(best) < width:
             heapq.heappush(best, score)
         elif score > best[0]:
             heapq.heapreplace(best, score)
-    partial.sort(key=lambda s: (-s[0], s[3].id))
-    partial = partial[: 2 * k]
-    degree = degrees(conn, [p[3].id for p in partial], facts)
-    scored: list[Scored] = []
-    for score, r, f, candidate in partial:
-        c = connectivity(degree.get(candidate.id, 0))
-        scored.append((score * c, r, f, c, candidate))
-    scored.sort(key=lambda s: (-s[0], s[4].id))
-    return scored[:k]
+    _best_first(partial)
+    del partial[width:]
+    degree = degrees(conn, [p[1] for p in partial], facts)
+    connectivities: dict[int, float] = {}
+    scored = []
+    for score, node_id, r, f, candidate in partial:
+        count = degree.get(node_id, 0)
+        c = connectivities.get(count)
+        if c is None:
+            c = connectivities[count] = connectivity(count)
+        scored.append((score * c, node_id, r, f, c, candidate))
+    _best_first(scored)
+    return [(score, r, f, c, candidate) for score, _, r, f, c, candidate in scored[:k]]
+
+
+def _best_first(ranked: list[Any]) -> None:
+    """Sort tuples of (score, node ID, ...) by score, highest first, ties by ID: two
+    stable sorts on a tuple's fields instead of a key tuple made per item."""
+    ranked.sort(key=itemgetter(1))
+    ranked.sort(key=itemgetter(0), reverse=True)

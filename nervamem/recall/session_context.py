@@ -8,6 +8,7 @@ a session's rows are read by a few primary keys per hit, never the whole session
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 from ..storage.engine import POSTGRESQL, Connection, dialect_of
@@ -71,7 +72,7 @@ def session_context(
     asks one QUESTION_DAMP, after expansion, with or without hops: recall/questions.py,
     where the reasons are).
     """
-    seeds = sorted(found.values(), key=lambda c: -c.relevance)[:CONTEXT_SEEDS]
+    seeds = sorted(found.values(), key=attrgetter("relevance"), reverse=True)[:CONTEXT_SEEDS]
     if not seeds:
         return found
     session_of, rows = _windows(conn, namespace, seeds, as_of)
@@ -87,8 +88,13 @@ def session_context(
         session = session_of.get(seed.id)
         if session is None:
             continue
-        members = by_session[session]
-        place = next(i for i, r in enumerate(members) if r[0] == seed.id)
+        members = by_session.get(session, [])
+        place = next((i for i, r in enumerate(members) if r[0] == seed.id), None)
+        if place is None:
+            # Its session and its window are two reads: a write between them (another
+            # process superseding or forgetting the seed) masks it out of the window.
+            # It then has no context, as on PostgreSQL, where one statement reads both.
+            continue
         for index, row in enumerate(members):
             distance = index - place
             if distance == 0 or abs(distance) > CONTEXT_WINDOW:
@@ -118,13 +124,15 @@ def session_context(
         if session:
             weight[session] = weight.get(session, 0.0) + relevance
     top = max(weight.values(), default=0.0)
-    for node_id, candidate in result.items():
-        session = session_of.get(node_id)
-        if session and top > 0:
-            candidate.relevance *= 1.0 + SESSION_WEIGHT * weight.get(session, 0.0) / top
+    if top > 0:  # else no candidate is in a session with hits (a store without sessions)
+        for node_id, candidate in result.items():
+            session = session_of.get(node_id)
+            if session:
+                candidate.relevance *= 1.0 + SESSION_WEIGHT * weight.get(session, 0.0) / top
     best = max(c.relevance for c in result.values())
     for candidate in result.values():
-        candidate.relevance = max(candidate.relevance / best, 1e-6)
+        relevance = candidate.relevance / best
+        candidate.relevance = relevance if relevance >= 1e-6 else 1e-6
     return result
 
 

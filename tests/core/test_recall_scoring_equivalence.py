@@ -1,0 +1,140 @@
+"""Recall's scoring computes each factor the fast way (issue 21); these properties hold
+it to the plain definitions, to the last bit of every float, as recall's output must not
+change: specificity, term proximity and the top k."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nervamem.recall import relevance, scoring
+from nervamem.recall.candidates import Candidate
+from nervamem.recall.scoring import Scored
+
+WORDS = ["auth", "token", "cache", "redis", "deploy", "deployed", "jwt", "key"]
+WORD = st.sampled_from(WORDS)
+BAG = st.lists(WORD, unique=True, max_size=6).map(tuple)
+
+
+def plain_specificity(bags: Sequence[Sequence[str]], query: Sequence[str]) -> list[float]:
+    """concepts: each bag less the query's words; rarity log((n + 1) / df) over the
+    bags; a bag's mean rarity, divided by the highest."""
+    kept = [set(bag).difference(query) for bag in bags]
+    n = len(kept)
+    df = Counter(word for bag in kept for word in bag)
+    raw = [
+        math.fsum(math.log((n + 1) / df[word]) for word in bag) / len(bag) if bag else 0.0
+        for bag in kept
+    ]
+    top = max(raw, default=0.0) or 1.0
+    return [value / top for value in raw]
+
+
+@given(bags=st.lists(BAG, max_size=12), query=st.lists(WORD, max_size=4))
+@settings(max_examples=300, deadline=None)
+def test_specificity_is_the_plain_definition_bit_for_bit(
+    bags: list[tuple[str, ...]], query: list[str]
+) -> None:
+    assert relevance._specificity_of_bags(bags, query) == plain_specificity(bags, query)
+
+
+def plain_proximity(
+    keys: list[str], idf: dict[str, float], words: Sequence[str], matched: Sequence[str]
+) -> float:
+    """Every adjacent pair of key terms that the memory holds earns its weight when a
+    word starting with one root is within the window of a word starting with the other."""
+    roots = [relevance._root(key) for key in keys]
+    pairs = [
+        (i, i + 1, idf.get(keys[i], 0.0) + idf.get(keys[i + 1], 0.0)) for i in range(len(keys) - 1)
+    ]
+    if not pairs:
+        return 0.0
+    total = sum(weight for _, _, weight in pairs)
+    where = [[i for i, word in enumerate(words) if word.startswith(root)] for root in roots]
+    earned = sum(
+        weight
+        for a, b, weight in pairs
+        if keys[a] in matched
+        and keys[b] in matched
+        and any(abs(x - y) <= relevance.PROXIMITY_WINDOW for x in where[a] for y in where[b])
+    )
+    return relevance.PROXIMITY_WEIGHT * earned / total
+
+
+@given(
+    keys=st.lists(WORD, unique=True, min_size=1, max_size=4),
+    words=st.lists(WORD, max_size=30),
+    held=st.lists(WORD, max_size=4),
+    weights=st.lists(st.floats(0.01, 9.0), min_size=8, max_size=8),
+)
+@settings(max_examples=300, deadline=None)
+def test_proximity_is_the_plain_definition_bit_for_bit(
+    keys: list[str], words: list[str], held: list[str], weights: list[float]
+) -> None:
+    idf = dict(zip(WORDS, weights, strict=True))
+    near = relevance._proximity(keys, idf)
+    expected = plain_proximity(keys, idf, words, held)
+    if near is None:
+        assert len(keys) == 1 and expected == 0.0
+    else:
+        assert near(tuple(words), held) == expected
+
+
+REFERENCE = datetime(2026, 6, 1, tzinfo=timezone.utc)
+CANDIDATE = st.tuples(
+    st.floats(1e-6, 1.0),  # relevance
+    st.integers(0, 40),  # days before REFERENCE it was recorded
+    st.integers(0, 5),  # access count
+    st.integers(0, 70),  # degree
+)
+
+
+def plain_top_k(found: dict[str, Candidate], degree: dict[str, int], k: int) -> list[Scored]:
+    """Every candidate's score, the 2 x k best by it (ties by ID) times connectivity,
+    the k best of those."""
+    scored = []
+    for c in found.values():
+        r = scoring.recency(c.recorded_at, REFERENCE)
+        f = scoring.frequency(c.access_count)
+        scored.append((c.relevance * r * f, r, f, c))
+    scored.sort(key=lambda s: (-s[0], s[3].id))
+    best = []
+    for score, r, f, c in scored[: 2 * k]:
+        connected = scoring.connectivity(degree.get(c.id, 0))
+        best.append((score * connected, r, f, connected, c))
+    best.sort(key=lambda s: (-s[0], s[4].id))
+    return best[:k]
+
+
+@given(candidates=st.lists(CANDIDATE, max_size=40), k=st.integers(1, 12))
+@settings(max_examples=300, deadline=None)
+def test_top_k_is_the_plain_definition_bit_for_bit(
+    candidates: list[tuple[float, int, int, int]], k: int
+) -> None:
+    found: dict[str, Candidate] = {}
+    degree: dict[str, int] = {}
+    for index, (relevance_, days, count, edges) in enumerate(candidates):
+        node_id = f"f_{(index * 7919) % 997:04d}{index}"
+        recorded = (REFERENCE - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        found[node_id] = Candidate(
+            node_id, "fact", "x", recorded, None, recorded, 1.0, count, index,
+            relevance=relevance_, via="search",
+        )  # fmt: skip
+        degree[node_id] = edges
+    asked: list[list[str]] = []
+
+    def degrees(conn: object, ids: list[str]) -> dict[str, int]:
+        asked.append(ids)
+        return {node_id: degree[node_id] for node_id in ids}
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scoring, "degrees", degrees)
+        ranked = scoring.top_k(None, found, reference=REFERENCE, k=k)  # type: ignore[arg-type]
+    assert ranked == plain_top_k(found, degree, k)
+    assert len(asked) == 1 and len(asked[0]) <= 2 * k
