@@ -20,7 +20,7 @@ from ..models import RecallItem, RecallResult
 from ..storage.engine import POSTGRESQL, SQLITE, Connection
 from ..timeparse import format_time, parse_time, to_datetime
 from .access_counts import count_accesses
-from .candidates import Candidate, reasons_of, sessions_of
+from .candidates import Candidate, any_sessions, reasons_of, sessions_of
 from .expansion import expand
 from .mask import KnownAt, mask_sql, until_known_sql
 from .packing import pack
@@ -82,6 +82,7 @@ def run_recall(
     known_at_text = moment_text(known_at, "--known-at")
     mask: str | KnownAt = mask_time if known_at_text is None else KnownAt(mask_time, known_at_text)
     conn = storage.connection
+    in_sessions = any_sessions(conn)
 
     found = search_for(conn)(
         conn, ns, query, as_of=mask, kinds=kinds, want=_candidate_target(budget_tokens)
@@ -94,6 +95,7 @@ def run_recall(
             as_of=mask,
             kinds=kinds,
             neighbour_weight=context_weight(budget_tokens),
+            sessions=in_sessions,
         )
         found = expand(
             conn,
@@ -120,7 +122,7 @@ def run_recall(
         [s[4] for s in ranked],
         budget_tokens,
         counter,
-        _item_completer(storage, ranked, mask, known_at_text),
+        _item_completer(storage, ranked, mask, known_at_text, sessions=in_sessions),
     )
     count_accesses(storage, [item.id for item in chosen])
     return RecallResult(
@@ -183,13 +185,19 @@ def _most_packable(budget: int) -> int:
 
 
 def _item_completer(
-    storage: Storage, ranked: list[Scored], mask: str | KnownAt, known_at: str | None = None
+    storage: Storage,
+    ranked: list[Scored],
+    mask: str | KnownAt,
+    known_at: str | None = None,
+    *,
+    sessions: bool = True,
 ) -> Callable[[int], RecallItem]:
     """The item of ``ranked[i]``, for packing. Sessions and short IDs (index lookups) only
     for what packing may show: it asks for an item when its content is new and could
     still fit; looked up COMPLETE_CHUNK at a time (more on a server: COMPLETE_CHUNK_OF).
     With ``known_at``, an item's valid_until is the one known then (supersessions
-    recorded later left out)."""
+    recorded later left out). ``sessions`` False: the store has none
+    (candidates.any_sessions), none is looked up."""
     conn = storage.connection
     items: dict[int, RecallItem] = {}
     # A rival is shown if recall could show it: the same temporal mask.
@@ -199,7 +207,7 @@ def _item_completer(
     def complete(index: int) -> RecallItem:
         if index not in items:
             chunk = ranked[index : index + size]
-            sessions = sessions_of(conn, [s[4].id for s in chunk])
+            in_session = sessions_of(conn, [s[4].id for s in chunk]) if sessions else {}
             why = reasons_of(conn, [s[4].id for s in chunk if s[4].kind == "decision"])
             rivals = conflicts.rivals(conn, [s[4].id for s in chunk], rival_mask)
             until = (
@@ -209,7 +217,7 @@ def _item_completer(
                 storage,
                 [
                     *(s[4].id for s in chunk),
-                    *sessions.values(),
+                    *in_session.values(),
                     *(r for named in rivals.values() for r in named),
                 ],
             )
@@ -228,8 +236,8 @@ def _item_completer(
                     valid_from=cand.valid_from,
                     valid_until=until.get(cand.id, cand.valid_until),
                     recorded_at=cand.recorded_at,
-                    session_id=sessions.get(cand.id),
-                    session_short_id=short[sessions[cand.id]] if cand.id in sessions else None,
+                    session_id=in_session.get(cand.id),
+                    session_short_id=short[in_session[cand.id]] if cand.id in in_session else None,
                     via=cand.via,
                     rationale=why[cand.id][0] if cand.id in why else None,
                     rejected=why[cand.id][1] if cand.id in why else (),

@@ -1,5 +1,6 @@
 """The node rows recall reads, the :class:`Candidate` each becomes on its way through
-the stages, and the lookups by node ID that more than one stage makes (degree, session).
+the stages, and the lookups by node ID that more than one stage makes (degree, session,
+and whether the store has sessions at all).
 
 Nothing crosses a namespace: whoever reads node rows with NODE_COLUMNS filters them by
 namespace and by the temporal mask (recall/mask.py). The lookups here take IDs that
@@ -113,6 +114,32 @@ def reasons_of(
         alternatives = tuple(str(a) for a in json.loads(rejected)) if rejected else ()
         found[node_id] = (rationale, alternatives)
     return found
+
+
+# Each namespace of the store in turn (a skip-scan of mem_nodes_ns_kind: two index seeks
+# a namespace, none of the table), until one holds a session node.
+_ANY_SESSION = (
+    "WITH RECURSIVE spaces(name) AS (SELECT min(namespace) FROM mem_nodes UNION ALL "
+    "SELECT (SELECT min(namespace) FROM mem_nodes WHERE namespace > name) FROM spaces "
+    "WHERE name IS NOT NULL) SELECT 1 FROM spaces WHERE EXISTS (SELECT 1 FROM mem_nodes "
+    "WHERE namespace = spaces.name AND kind = 'session') LIMIT 1"
+)
+
+
+def any_sessions(conn: Connection) -> bool:
+    """Whether the store holds a session node, in any namespace (a store written before
+    sessions were kept per namespace can hold a memory that occurred in another
+    namespace's session), tombstoned or not. An OCCURRED_IN edge always ends at one
+    (writing.py links a memory to the active session; a purge deletes a session's edges
+    with it), so without one recall has no session to read or show and skips its lookups:
+    four statements of every recall on a store written without sessions, ~0.5 ms at 1k
+    and ~1 ms at 100k nodes (bench/results.md, "Fewer SQL statements"), for ~7 us here.
+    Asked on every recall, so a session started by another process is seen at once.
+    PostgreSQL answers True without asking: its session lookups are one statement a
+    stage there."""
+    if dialect_of(conn) == POSTGRESQL:
+        return True
+    return conn.execute(_ANY_SESSION).fetchone() is not None
 
 
 def sessions_of(conn: Connection, ids: Sequence[str]) -> dict[str, str]:

@@ -50,6 +50,7 @@ def session_context(
     as_of: str | KnownAt | None,
     kinds: Sequence[str] | None,
     neighbour_weight: float = CONTEXT_WEIGHT,
+    sessions: bool = True,
 ) -> dict[str, Candidate]:
     """Context from the same session: what was recorded just before and after a hit.
 
@@ -70,10 +71,15 @@ def session_context(
     it, whatever ``neighbour_weight`` is (and the pipeline weighs every candidate that
     asks one QUESTION_DAMP, after expansion, with or without hops: recall/questions.py,
     where the reasons are).
+
+    ``sessions`` False (the store has none, candidates.any_sessions): nothing is read,
+    and the relevances are only normalised, as they would be after finding no session.
     """
     seeds = sorted(found.values(), key=lambda c: -c.relevance)[:CONTEXT_SEEDS]
     if not seeds:
         return found
+    if not sessions:
+        return _normalised(dict(found))
     session_of, rows = _windows(conn, namespace, seeds, as_of)
     by_session: dict[str, list[NodeRow]] = {}
     for row in rows:
@@ -122,6 +128,10 @@ def session_context(
         session = session_of.get(node_id)
         if session and top > 0:
             candidate.relevance *= 1.0 + SESSION_WEIGHT * weight.get(session, 0.0) / top
+    return _normalised(result)
+
+
+def _normalised(result: dict[str, Candidate]) -> dict[str, Candidate]:
     best = max(c.relevance for c in result.values())
     for candidate in result.values():
         candidate.relevance = max(candidate.relevance / best, 1e-6)

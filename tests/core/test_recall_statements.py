@@ -1,0 +1,93 @@
+"""Recall's statements that do not depend on the ranking (issue 21): a store without
+sessions skips the session lookups, and skipping them changes no recall; a session
+that another connection starts is seen by the next recall of a long-lived store."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nervamem import MemoryStore
+from nervamem.recall import api
+
+from .test_recall_properties import SETTINGS, build, memory_spec, text
+
+FIXED = datetime(2027, 1, 1, tzinfo=timezone.utc)
+
+
+@contextmanager
+def statements(store: MemoryStore) -> Iterator[list[str]]:
+    """The SQL texts the store's SQLite connection runs inside the block."""
+    seen: list[str] = []
+    conn = store.connection
+    assert isinstance(conn, sqlite3.Connection)
+    conn.set_trace_callback(seen.append)
+    try:
+        yield seen
+    finally:
+        conn.set_trace_callback(None)
+
+
+@pytest.mark.sqlite_only  # SQLite's statement trace
+def test_a_store_without_sessions_runs_no_session_lookup(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    store = make_store()
+    store.store("fact", "redis is the session cache", entities=["Redis"])
+    store.store("decision", "Chose redis for the cache", entities=["Redis"])
+    with statements(store) as seen:
+        result = store.recall("redis cache")
+    assert [item.session_id for item in result.items] == [None] * len(result.items)
+    assert len(result.items) >= 2
+    assert not [sql for sql in seen if "OCCURRED_IN" in sql]
+    store.start_session("cache work")
+    store.store("fact", "redis keeps the cache warm")
+    with statements(store) as seen:
+        result = store.recall("redis cache")
+    assert [sql for sql in seen if "OCCURRED_IN" in sql]
+
+
+def test_a_session_started_elsewhere_is_seen_by_the_next_recall(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    """A long-lived store (an MCP server) recalls, another process starts a session and
+    stores in it, and the next recall shows the session: nothing is cached between
+    recalls."""
+    server = make_store()
+    server.store("fact", "the deploy uses a canary stage")
+    assert all(item.session_id is None for item in server.recall("canary deploy").items)
+    other = make_store()
+    session = other.start_session("release")
+    in_session = other.store("fact", "the canary deploy waits ten minutes")
+    other.close()
+    items = {item.id: item for item in server.recall("canary deploy").items}
+    assert items[in_session].session_id == session
+    assert items[in_session].session_short_id is not None
+
+
+@SETTINGS
+@given(spec=memory_spec, query=text, budget=st.sampled_from([200, 500, 1000]))
+def test_skipping_the_session_lookups_changes_no_recall(  # type: ignore[no-untyped-def]
+    new_store, spec, query, budget
+) -> None:
+    """On a store without sessions, recall with every session lookup made (as if the
+    store might have one) is the recall without them, item for item."""
+    target = new_store("sessions")
+    build(target, spec).close()
+    store = MemoryStore(target, clock=lambda: FIXED)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            # The same store state for both recalls: no access counts in between.
+            patch.setattr(api, "count_accesses", lambda storage, ids: None)
+            skipped = store.recall(query, budget_tokens=budget, namespace="a")
+            patch.setattr(api, "any_sessions", lambda conn: True)
+            looked_up = store.recall(query, budget_tokens=budget, namespace="a")
+    finally:
+        store.close()
+    assert skipped == looked_up
