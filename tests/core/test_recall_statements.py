@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nervamem import MemoryStore
+from nervamem import MemoryStore, nodes
 from nervamem.recall import api
 
 from .test_recall_properties import SETTINGS, build, memory_spec, text
@@ -91,3 +91,59 @@ def test_skipping_the_session_lookups_changes_no_recall(  # type: ignore[no-unty
     finally:
         store.close()
     assert skipped == looked_up
+
+
+hex_parts = st.text(alphabet="01f", min_size=16, max_size=16)
+
+
+@given(own=hex_parts, before=st.none() | hex_parts, after=st.none() | hex_parts)
+def test_shared_digits_is_the_longest_common_prefix(
+    own: str, before: str | None, after: str | None
+) -> None:
+    expected = max(
+        (nodes.common_prefix(own, other) for other in (before, after) if other), default=0
+    )
+    assert nodes.shared_digits(own, before, after) == expected
+
+
+@given(own=st.text(max_size=20), before=st.text(max_size=20), after=st.text(max_size=20))
+def test_shared_digits_of_anything_else_compares_text(own: str, before: str, after: str) -> None:
+    expected = max(
+        (nodes.common_prefix(own, other) for other in (before, after) if other), default=0
+    )
+    assert nodes.shared_digits(own, before, after) == expected
+
+
+@pytest.mark.sqlite_only  # nodes written with chosen IDs, straight into the SQLite file
+@SETTINGS
+@given(
+    stored=st.lists(hex_parts, min_size=1, max_size=12),
+    asked=st.lists(hex_parts, max_size=4),
+)
+def test_short_ids_are_as_long_as_the_closest_other_node_needs(  # type: ignore[no-untyped-def]
+    new_store, stored, asked
+) -> None:
+    """Random parts from three digits, so that neighbours share long prefixes and twins
+    (the same random part) happen; IDs asked for that no node has are answered too."""
+    store = MemoryStore(new_store("short"), clock=lambda: FIXED)
+    try:
+        ids = [f"f_{index:013x}{part}" for index, part in enumerate(stored)]
+        for node_id in ids:
+            store.connection.execute(
+                "INSERT INTO mem_nodes (id, kind, content, valid_from, recorded_at) "
+                "VALUES (?, 'fact', 'x', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
+                (node_id,),
+            )
+        absent = [f"d_{index:013x}{part}" for index, part in enumerate(asked)]
+        short = store.short_ids([*ids, *absent])
+    finally:
+        store.close()
+    for node_id in [*ids, *absent]:
+        shared = max(
+            (nodes.common_prefix(node_id[-16:], other[-16:]) for other in ids if other != node_id),
+            default=0,
+        )
+        expected = (
+            node_id if shared >= 16 else f"{node_id[0]}-{node_id[-16:][: max(shared + 1, 4)]}"
+        )
+        assert short[node_id] == expected
