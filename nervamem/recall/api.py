@@ -223,7 +223,7 @@ def _item_completer(
         if index not in items:
             size = server_chunk or (COMPLETE_LATER if items else _shown(budget))
             chunk = ranked[index : index + size]
-            in_session = sessions_of(conn, [s[4].id for s in chunk]) if sessions else {}
+            in_session = sessions_of(conn, [s[4] for s in chunk]) if sessions else {}
             why = reasons_of(conn, [s[4].id for s in chunk if s[4].kind == "decision"])
             rivals = conflicts.rivals(conn, [s[4].id for s in chunk], rival_mask)
             until = (

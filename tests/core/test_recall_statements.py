@@ -15,10 +15,19 @@ from hypothesis import strategies as st
 
 from nervamem import MemoryStore, nodes
 from nervamem.recall import api
+from nervamem.recall.candidates import NODE_COLUMNS, Candidate, sessions_of
+from nervamem.storage.migrations import EDGE_KIND_CODES
 
 from .test_recall_properties import SETTINGS, build, memory_spec, text
 
 FIXED = datetime(2027, 1, 1, tzinfo=timezone.utc)
+# What a statement that reads sessions names: the edge kind (the mem_edges view), or its
+# code (mem_links, which SQLite's session lookups read by seq).
+SESSION_READS = ("OCCURRED_IN", f"l.kind = {EDGE_KIND_CODES.index('OCCURRED_IN')}")
+
+
+def session_reads(seen: list[str]) -> list[str]:
+    return [sql for sql in seen if any(mark in sql for mark in SESSION_READS)]
 
 
 @contextmanager
@@ -45,12 +54,12 @@ def test_a_store_without_sessions_runs_no_session_lookup(
         result = store.recall("redis cache")
     assert [item.session_id for item in result.items] == [None] * len(result.items)
     assert len(result.items) >= 2
-    assert not [sql for sql in seen if "OCCURRED_IN" in sql]
+    assert not session_reads(seen)
     store.start_session("cache work")
     store.store("fact", "redis keeps the cache warm")
     with statements(store) as seen:
         result = store.recall("redis cache")
-    assert [sql for sql in seen if "OCCURRED_IN" in sql]
+    assert session_reads(seen)
 
 
 def test_a_session_started_elsewhere_is_seen_by_the_next_recall(
@@ -147,3 +156,27 @@ def test_short_ids_are_as_long_as_the_closest_other_node_needs(  # type: ignore[
             node_id if shared >= 16 else f"{node_id[0]}-{node_id[-16:][: max(shared + 1, 4)]}"
         )
         assert short[node_id] == expected
+
+
+def test_sessions_of_is_what_the_edges_say(make_store: Callable[..., MemoryStore]) -> None:
+    """SQLite reads sessions by seq from mem_links: the same as the mem_edges view's
+    OCCURRED_IN edges, for every node (sessions, memories in none, entities)."""
+    store = make_store()
+    store.store("fact", "before any session", entities=["Redis"])
+    for title in ("first", "second"):
+        store.start_session(title)
+        for n in range(3):
+            store.store("fact", f"{title} session note {n}", entities=["Redis"])
+        store.end_session()
+    store.store("fact", "after the sessions")
+    conn = store.connection
+    rows = conn.execute(f"SELECT {NODE_COLUMNS} FROM mem_nodes n").fetchall()
+    everyone = [Candidate(*row, relevance=1.0, via="search") for row in rows]
+    expected = dict(
+        conn.execute("SELECT src, dst FROM mem_edges WHERE kind = 'OCCURRED_IN'").fetchall()
+    )
+    assert len(expected) == 6
+    assert sessions_of(conn, everyone) == expected
+    assert sessions_of(conn, everyone[::-1][:3]) == {
+        c.id: expected[c.id] for c in everyone[::-1][:3] if c.id in expected
+    }
