@@ -13,6 +13,12 @@ at budget 500. Each recall's figure is the CPU time of the recalling thread
 WAL checkpoint, is not counted); per query the least of ROUNDS rounds is kept, and the
 p50 / p95 / slowest over queries are printed for each, with the wall p50 / p95 /
 slowest of every recall beside them.
+
+    python bench/recall_pair.py /path/to/main . --workload --rounds 3
+
+``--workload`` recalls latency.py's 10k store instead (``bench/out/store-10k``, ``python
+bench/latency.py --sizes 10k --skip-cli --no-write`` builds it), with its queries: a
+store with sessions (the peers stores have none).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ def main() -> int:
     parser.add_argument("a", type=Path, help="checkout A (imported as nervamem_a)")
     parser.add_argument("b", type=Path, help="checkout B (imported as nervamem)")
     parser.add_argument("--peers", default="1k", help="store size: bench/out/peers-SIZE")
+    parser.add_argument("--workload", action="store_true", help="latency.py's 10k store")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--budget", type=int, default=500)
     args = parser.parse_args()
@@ -57,9 +64,15 @@ def main() -> int:
             if not Path(str(module.__file__)).resolve().is_relative_to(root):
                 raise SystemExit(f"{package} was imported from {module.__file__}, not {root}")
             path = scratch / f"{name}.db"
-            shutil.copy(bench / "out" / f"peers-{args.peers}" / "memory.db", path)
+            source = "store-10k" if args.workload else f"peers-{args.peers}"
+            shutil.copy(bench / "out" / source / "memory.db", path)
             stores[name] = module.MemoryStore(path)
-        queries = peers.Workload(latency.parse_size(args.peers)).queries
+        if args.workload:
+            import workload
+
+            queries = [q for batch in workload.queries().values() for q in batch]
+        else:
+            queries = peers.Workload(latency.parse_size(args.peers)).queries
         for store in stores.values():  # warm-up: statements prepared, pages read
             for query in queries:
                 store.recall(query, budget_tokens=args.budget)
