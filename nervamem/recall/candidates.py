@@ -128,16 +128,16 @@ _ANY_SESSION = (
 
 
 def any_sessions(conn: Connection) -> bool:
-    """Whether the store holds a session node, in any namespace (a store written before
-    sessions were kept per namespace can hold a memory that occurred in another
-    namespace's session), tombstoned or not. An OCCURRED_IN edge always ends at one
-    (writing.py links a memory to the active session; a purge deletes a session's edges
-    with it), so without one recall has no session to read or show and skips its lookups:
-    four statements of every recall on a store written without sessions, ~0.5 ms at 1k
-    and ~1 ms at 100k nodes (bench/results.md, "Fewer SQL statements"), for ~7 us here.
-    Asked on every recall, so a session started by another process is seen at once.
-    PostgreSQL answers True without asking: its session lookups are one statement a
-    stage there."""
+    """Whether the store holds a session node, in any namespace (what nervamem writes
+    keeps a memory and its session in one namespace, sessions.py; an imported event need
+    not, and asking for all costs a seek or two more), tombstoned or not. An OCCURRED_IN
+    edge always ends at one (writing.py links a memory to the active session; a purge
+    deletes a session's edges with it), so without one recall has no session to read or
+    show and skips its lookups: four statements of every recall on a store written
+    without sessions, ~0.4 ms at 1k and ~0.9 ms at 100k nodes (bench/results.md, "Fewer
+    SQL statements"), for ~7 us here. Asked on every recall, so a session started by
+    another process is seen at once. PostgreSQL answers True without asking: its
+    session lookups are one statement a stage there."""
     if dialect_of(conn) == POSTGRESQL:
         return True
     return conn.execute(_ANY_SESSION).fetchone() is not None

@@ -1,6 +1,8 @@
 """Recall's statements that do not depend on the ranking (issue 21): a store without
 sessions skips the session lookups, and skipping them changes no recall; a session
-that another connection starts is seen by the next recall of a long-lived store."""
+that another connection starts is seen by the next recall of a long-lived store;
+sessions read by seq are the edges' sessions; short IDs, read from the random-part
+index alone, are as long as the closest other node needs."""
 
 from __future__ import annotations
 
