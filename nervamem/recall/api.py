@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import conflicts, nodes
 from ..models import RecallItem, RecallResult
-from ..storage.engine import POSTGRESQL, SQLITE, Connection
+from ..storage.engine import POSTGRESQL, Connection
 from ..timeparse import format_time, parse_time, to_datetime
 from .access_counts import count_accesses
-from .candidates import Candidate, reasons_of, sessions_of
+from .candidates import Candidate, any_sessions, reasons_of, sessions_of
 from .expansion import expand
 from .mask import KnownAt, mask_sql, until_known_sql
 from .node_cache import for_recall
@@ -40,12 +40,18 @@ from .when import favour_times
 if TYPE_CHECKING:
     from ..storage.engine import Storage
 
-# Items completed (session, short IDs, a decision's reasons) at a time when packing asks for one.
-COMPLETE_CHUNK = 16
+# Items completed (session, short IDs, rivals, a decision's reasons: a lookup each per
+# chunk) at a time when packing asks for one. On SQLite the first chunk is about as many
+# items as the budget can show (_shown), nearly all of which packing asks for;
+# after them it asks for few and far between (it skips what can no longer fit: at 500
+# tokens on the peers workload ~15 of the first ~29 items), so COMPLETE_LATER at a time:
+# ~23 items looked up a recall instead of ~33 in chunks of 16 (bench/results.md, "Fewer
+# SQL statements").
+COMPLETE_LATER = 4
 # On a server each of a chunk's four lookups is a round trip, which costs more than the
 # rows: a chunk as large as a 500-token budget's packing usually asks for (~15 items
 # shown, ~35 asked) takes one round of them instead of two or three.
-COMPLETE_CHUNK_OF = {SQLITE: COMPLETE_CHUNK, POSTGRESQL: 48}
+COMPLETE_CHUNK_OF = {POSTGRESQL: 48}
 
 # Tokens of a typical item line (ID, date, confidence, footnote, a sentence of content).
 ITEM_TOKENS = 30
@@ -88,6 +94,7 @@ def run_recall(
     # Node rows, degrees and neighbours read by earlier recalls of this process, for as
     # long as the store has not changed (SQLite only; None elsewhere).
     facts = for_recall(storage)
+    in_sessions = any_sessions(conn)
 
     run_search = search_for(conn) if facts is None else partial(search, facts=facts)
     found = run_search(
@@ -101,6 +108,7 @@ def run_recall(
             as_of=mask,
             kinds=kinds,
             neighbour_weight=context_weight(budget_tokens),
+            sessions=in_sessions,
         )
         found = expand(
             conn,
@@ -128,7 +136,9 @@ def run_recall(
         [s[4] for s in ranked],
         budget_tokens,
         counter,
-        _item_completer(storage, ranked, mask, known_at_text),
+        _item_completer(
+            storage, ranked, mask, known_at_text, sessions=in_sessions, budget=budget_tokens
+        ),
     )
     count_accesses(storage, [item.id for item in chosen])
     return RecallResult(
@@ -184,6 +194,11 @@ def _expansion_width(budget: int) -> int:
     return max(5, budget // ITEM_TOKENS)
 
 
+def _shown(budget: int) -> int:
+    # About as many items as the budget can show (~16 at 500 tokens), at least a few.
+    return max(COMPLETE_LATER, budget // ITEM_TOKENS)
+
+
 def _most_packable(budget: int) -> int:
     # An item line costs at least ~8 tokens, so no more than this many items can be
     # packed: only these are scored in full (degrees) and completed.
@@ -191,25 +206,34 @@ def _most_packable(budget: int) -> int:
 
 
 def _item_completer(
-    storage: Storage, ranked: list[Scored], mask: str | KnownAt, known_at: str | None = None
+    storage: Storage,
+    ranked: list[Scored],
+    mask: str | KnownAt,
+    known_at: str | None = None,
+    *,
+    sessions: bool = True,
+    budget: int,
 ) -> Callable[[int], RecallItem]:
     """The item of ``ranked[i]``, for packing. Sessions and short IDs (index lookups) only
     for what packing may show: it asks for an item when its content is new and could
-    still fit; looked up COMPLETE_CHUNK at a time (more on a server: COMPLETE_CHUNK_OF).
+    still fit; looked up as many at a time as the budget can show, then COMPLETE_LATER
+    at a time (on a server COMPLETE_CHUNK_OF at a time).
     With ``known_at``, an item's valid_until is the one known then (supersessions
-    recorded later left out)."""
+    recorded later left out). ``sessions`` False: the store has none
+    (candidates.any_sessions), none is looked up."""
     conn = storage.connection
     # The lookups of each index's chunk; an item is built only when packing asks for
     # it (it shows about half of what a chunk looks up).
     looked_up: dict[int, tuple[Any, ...]] = {}
     # A rival is shown if recall could show it: the same temporal mask.
     rival_mask = mask_sql(mask, "rival")
-    size = COMPLETE_CHUNK_OF.get(storage.engine, COMPLETE_CHUNK)
+    server_chunk = COMPLETE_CHUNK_OF.get(storage.engine)
 
     def complete(index: int) -> RecallItem:
         if index not in looked_up:
+            size = server_chunk or (COMPLETE_LATER if looked_up else _shown(budget))
             chunk = ranked[index : index + size]
-            sessions = sessions_of(conn, [s[4].id for s in chunk])
+            in_session = sessions_of(conn, [s[4] for s in chunk]) if sessions else {}
             why = reasons_of(conn, [s[4].id for s in chunk if s[4].kind == "decision"])
             rivals = conflicts.rivals(conn, [s[4].id for s in chunk], rival_mask)
             until = (
@@ -219,13 +243,13 @@ def _item_completer(
                 storage,
                 [
                     *(s[4].id for s in chunk),
-                    *sessions.values(),
+                    *in_session.values(),
                     *(r for named in rivals.values() for r in named),
                 ],
             )
-            lookups = (sessions, why, rivals, until, short)
+            lookups = (in_session, why, rivals, until, short)
             looked_up.update(dict.fromkeys(range(index, index + len(chunk)), lookups))
-        sessions, why, rivals, until, short = looked_up[index]
+        in_session, why, rivals, until, short = looked_up[index]
         score, r, f, c, cand = ranked[index]
         return RecallItem(
             id=cand.id,
@@ -241,8 +265,8 @@ def _item_completer(
             valid_from=cand.valid_from,
             valid_until=until.get(cand.id, cand.valid_until),
             recorded_at=cand.recorded_at,
-            session_id=sessions.get(cand.id),
-            session_short_id=short[sessions[cand.id]] if cand.id in sessions else None,
+            session_id=in_session.get(cand.id),
+            session_short_id=short[in_session[cand.id]] if cand.id in in_session else None,
             via=cand.via,
             rationale=why[cand.id][0] if cand.id in why else None,
             rejected=why[cand.id][1] if cand.id in why else (),

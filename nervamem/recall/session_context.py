@@ -12,6 +12,7 @@ from operator import attrgetter
 from typing import Any
 
 from ..storage.engine import POSTGRESQL, Connection, dialect_of
+from ..storage.migrations import EDGE_KIND_CODES
 from .candidates import NODE_COLUMNS, Candidate, NodeRow, sessions_of
 from .mask import KnownAt, mask_sql
 from .questions import QUESTION_SHARE, asks
@@ -51,6 +52,7 @@ def session_context(
     as_of: str | KnownAt | None,
     kinds: Sequence[str] | None,
     neighbour_weight: float = CONTEXT_WEIGHT,
+    sessions: bool = True,
 ) -> dict[str, Candidate]:
     """Context from the same session: what was recorded just before and after a hit.
 
@@ -71,11 +73,16 @@ def session_context(
     it, whatever ``neighbour_weight`` is (and the pipeline weighs every candidate that
     asks one QUESTION_DAMP, after expansion, with or without hops: recall/questions.py,
     where the reasons are).
+
+    ``sessions`` False (the store has none, candidates.any_sessions): nothing is read,
+    and the relevances are only normalised, as they would be after finding no session.
     """
     seeds = sorted(found.values(), key=attrgetter("relevance"), reverse=True)[:CONTEXT_SEEDS]
     if not seeds:
         return found
-    session_of, rows = _windows(conn, namespace, seeds, as_of)
+    if not sessions:
+        return _normalised(dict(found))
+    session_of, rows, asked = _windows(conn, namespace, seeds, as_of, found)
     by_session: dict[str, list[NodeRow]] = {}
     for row in rows:
         by_session.setdefault(row[-1], []).append(row[:-1])
@@ -116,7 +123,9 @@ def session_context(
         elif not kinds or rows_by_id[node_id][1] in kinds:
             result[node_id] = Candidate(*rows_by_id[node_id], relevance=extra, via="context")
     # Sessions of every candidate (hits outside the fetched windows included).
-    missing = [node_id for node_id in result if node_id not in session_of]
+    missing = [
+        c for node_id, c in result.items() if node_id not in session_of and node_id not in asked
+    ]
     session_of.update(sessions_of(conn, missing))
     weight: dict[str, float] = {}
     for node_id, relevance in base.items():
@@ -129,6 +138,10 @@ def session_context(
             session = session_of.get(node_id)
             if session:
                 candidate.relevance *= 1.0 + SESSION_WEIGHT * weight.get(session, 0.0) / top
+    return _normalised(result)
+
+
+def _normalised(result: dict[str, Candidate]) -> dict[str, Candidate]:
     best = max(c.relevance for c in result.values())
     for candidate in result.values():
         relevance = candidate.relevance / best
@@ -141,6 +154,13 @@ _WINDOW_ROWS = (
     "ON e.src = n.id AND e.kind = 'OCCURRED_IN' WHERE n.seq {seqs} "
     "AND +n.namespace = ? AND {mask}"
 )
+# SQLite: the same rows with mem_links (m007) read by each row's seq, instead of the
+# mem_edges view's seek of the ID index for it (~180 rows a recall, ~1 us each).
+_WINDOW_ROWS_SQLITE = (
+    f"SELECT {NODE_COLUMNS}, s.id FROM mem_nodes n JOIN mem_links l ON l.src = n.seq "
+    f"AND l.kind = {EDGE_KIND_CODES.index('OCCURRED_IN')} JOIN mem_nodes s ON s.seq = l.dst "
+    "WHERE n.seq {seqs} AND +n.namespace = ? AND {mask}"
+)
 # PostgreSQL: the seeds' sessions and their windows in one statement (one round trip
 # instead of two): the seqs around each seed that has an OCCURRED_IN edge.
 _SEEDS_IN_SESSIONS = (
@@ -151,12 +171,19 @@ _SEEDS_IN_SESSIONS = (
 
 
 def _windows(
-    conn: Connection, namespace: str, seeds: list[Candidate], as_of: str | KnownAt | None
-) -> tuple[dict[str, str], list[Any]]:
-    """The session of each seed in one, and the rows (with their session) up to
-    CONTEXT_SPAN places of seq around those seeds. Only a seed in a session has
-    context: the windows of the others are not read (a store written without sessions
-    reads none). A seed passed the same mask, so it is among its window's rows."""
+    conn: Connection,
+    namespace: str,
+    seeds: list[Candidate],
+    as_of: str | KnownAt | None,
+    found: dict[str, Candidate],
+) -> tuple[dict[str, str], list[Any], set[str]]:
+    """The session of each seed in one, the rows (with their session) up to
+    CONTEXT_SPAN places of seq around those seeds, and the IDs whose sessions are known
+    now (in one or in none). Only a seed in a session has context: the windows of the
+    others are not read (a store written without sessions reads none). A seed passed
+    the same mask, so it is among its window's rows. SQLite looks up the sessions of
+    every candidate in ``found`` at once (seeds among them): one statement instead of
+    two, the same candidates."""
     mask, mask_params = mask_sql(as_of)
     if dialect_of(conn) == POSTGRESQL:
         rows = conn.execute(
@@ -164,8 +191,8 @@ def _windows(
             [[c.id for c in seeds], [c.seq for c in seeds], namespace, *mask_params],
         ).fetchall()
         ids = {c.id for c in seeds}
-        return {row[0]: row[-1] for row in rows if row[0] in ids}, rows
-    session_of = sessions_of(conn, [c.id for c in seeds])
+        return {row[0]: row[-1] for row in rows if row[0] in ids}, rows, ids
+    session_of = sessions_of(conn, list(found.values()))
     wanted = sorted(
         {
             c.seq + d
@@ -175,9 +202,9 @@ def _windows(
         }
     )
     if not wanted:
-        return session_of, []
+        return session_of, [], set(found)
     seqs = f"IN ({','.join('?' * len(wanted))})"
     rows = conn.execute(
-        _WINDOW_ROWS.format(seqs=seqs, mask=mask), [*wanted, namespace, *mask_params]
+        _WINDOW_ROWS_SQLITE.format(seqs=seqs, mask=mask), [*wanted, namespace, *mask_params]
     ).fetchall()
-    return session_of, rows
+    return session_of, rows, set(found)
