@@ -129,7 +129,7 @@ def test_top_k_is_the_plain_definition_bit_for_bit(
         degree[node_id] = edges
     asked: list[list[str]] = []
 
-    def degrees(conn: object, ids: list[str]) -> dict[str, int]:
+    def degrees(conn: object, ids: list[str], facts: object = None) -> dict[str, int]:
         asked.append(ids)
         return {node_id: degree[node_id] for node_id in ids}
 
