@@ -78,9 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             with MemoryStore(url) as memory:
                 for number in range(args.rounds):
                     times["before"].append(timed_purge(memory, scrub_before, 2 * number))
-                    times["after"].append(
-                        timed_purge(memory, postgres_scrub.scrub, 2 * number + 1)
-                    )
+                    times["after"].append(timed_purge(memory, postgres_scrub.scrub, 2 * number + 1))
                 row = memory.connection.execute(
                     "SELECT pg_total_relation_size('pg_statistic') / 1024"
                 ).fetchone()

@@ -17,7 +17,8 @@ keep no byte of what it deleted (docs/postgres.md, "Purge"). Three places hold t
    content, aliases and search terms included. The tables that have statistics are
    analysed again, which replaces those rows with ones drawn from the rows left, and
    then pg_statistic is rewritten too (its old row versions stay in its file until
-   then). Only a superuser or the database's owner may (PostgreSQL 17: or a role with
+   then), and pg_statistic_ext_data if a statistics object covers one of the tables.
+   Only a superuser or the database's owner may (PostgreSQL 17: or a role with
    MAINTAIN on it); for any other role the purge says so. A store that nothing has
    analysed (autovacuum waits for 50 changed rows) has no statistics to scrub.
 
@@ -75,18 +76,22 @@ def scrub(raw: Any, busy_timeout_ms: int) -> str | None:
         raw.execute("ANALYZE " + ", ".join(analysed))
     holder = older_transaction(raw, busy_timeout_ms)
     if holder is not None:
+        statistics = ""
+        if analysed:
+            statistics = " and, as a superuser or the database's owner, VACUUM FULL pg_statistic"
         return (
             f"a transaction older than the purge ({holder}) may still see the deleted "
             "rows, so the server's table files still hold the purged bytes; run as the "
-            f"tables' owner: {REWRITE_TABLES} once it has ended"
+            f"tables' owner once it has ended: {REWRITE_TABLES}{statistics}"
         )
     for table in SCRUBBED_TABLES:
         raw.execute(f"VACUUM FULL {table}")
-    if analysed and not rewrote_statistics(raw):
+    catalogs = statistics_catalogs(raw) if analysed else []
+    if catalogs and not rewrote(raw, catalogs):
         return (
-            "this role may not rewrite pg_statistic (a superuser or the database's owner "
+            f"this role may not rewrite {catalogs[0]} (a superuser or the database's owner "
             "may), so the server's statistics file may still hold purged values; run as "
-            "one of them: VACUUM FULL pg_statistic"
+            f"one of them: VACUUM FULL {', '.join(catalogs)}"
         )
     return None
 
@@ -116,9 +121,21 @@ def older_transaction(raw: Any, busy_timeout_ms: int) -> str | None:
         time.sleep(_POLL_S)
 
 
-def rewrote_statistics(raw: Any) -> bool:
-    """VACUUM FULL pg_statistic; False when the server skipped it, which it does with a
-    WARNING (not an error) for a role that may not."""
+def statistics_catalogs(raw: Any) -> list[str]:
+    """The catalogs that hold the scrubbed tables' statistics: pg_statistic, and
+    pg_statistic_ext_data (MCV lists) if someone made a statistics object on them
+    (CREATE STATISTICS; nervamem makes none)."""
+    row = raw.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_statistic_ext s JOIN pg_class c ON c.oid = s.stxrelid "
+        "WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY(%s))",
+        (list(SCRUBBED_TABLES),),
+    ).fetchone()
+    return ["pg_statistic", "pg_statistic_ext_data"] if row[0] else ["pg_statistic"]
+
+
+def rewrote(raw: Any, catalogs: list[str]) -> bool:
+    """VACUUM FULL of the catalogs; False when the server skipped one, which it does
+    with a WARNING (not an error) for a role that may not."""
     warnings: list[str] = []
 
     def note(diagnostic: Any) -> None:
@@ -127,7 +144,8 @@ def rewrote_statistics(raw: Any) -> bool:
 
     raw.add_notice_handler(note)
     try:
-        raw.execute("VACUUM FULL pg_statistic")
+        for catalog in catalogs:
+            raw.execute(f"VACUUM FULL {catalog}")
     finally:
         raw.remove_notice_handler(note)
     return not warnings
