@@ -58,14 +58,12 @@ _POLL_S = 0.02
 
 def not_owned(raw: Any) -> list[str]:
     """The scrubbed tables this role does not own (and so may not rewrite)."""
-    rows = raw.execute(
+    return _scrubbed(
+        raw,
         "SELECT c.relname FROM pg_class c "
         "WHERE c.relnamespace = current_schema()::regnamespace "
-        "AND c.relname = ANY(%s) AND NOT pg_has_role(c.relowner, 'USAGE') "
-        "ORDER BY 1",
-        (list(SCRUBBED_TABLES),),
-    ).fetchall()
-    return [str(r[0]) for r in rows]
+        "AND c.relname = ANY(%s) AND NOT pg_has_role(c.relowner, 'USAGE') ORDER BY 1",
+    )
 
 
 def scrub(raw: Any, busy_timeout_ms: int) -> str | None:
@@ -98,12 +96,16 @@ def scrub(raw: Any, busy_timeout_ms: int) -> str | None:
 
 def tables_with_statistics(raw: Any) -> list[str]:
     """The scrubbed tables of which ANALYZE copied values into pg_statistic."""
-    rows = raw.execute(
+    return _scrubbed(
+        raw,
         "SELECT DISTINCT tablename FROM pg_stats "
         "WHERE schemaname = current_schema() AND tablename = ANY(%s) ORDER BY 1",
-        (list(SCRUBBED_TABLES),),
-    ).fetchall()
-    return [str(r[0]) for r in rows]
+    )
+
+
+def _scrubbed(raw: Any, query: str) -> list[str]:
+    """The names a query returns given the scrubbed tables' names (its %s)."""
+    return [str(r[0]) for r in raw.execute(query, (list(SCRUBBED_TABLES),)).fetchall()]
 
 
 def older_transaction(raw: Any, busy_timeout_ms: int) -> str | None:

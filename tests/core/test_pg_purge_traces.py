@@ -77,6 +77,16 @@ def _purge(url: str, node: str) -> Any:
     return run("--db", url, "-f", "json", "forget", node, "--purge", "--yes")
 
 
+def _assert_no_trace(result: Any, url: str, data_dir: Path, *words: str) -> None:
+    """The purge succeeded, said nothing was left, and no relation file holds a word."""
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["files_not_scrubbed"] is None
+    assert result.stderr == ""
+    _checkpoint(url)
+    for needle in _forms(*words):
+        assert not _relations_holding(url, data_dir, needle), needle
+
+
 def test_a_purge_after_analyze_leaves_no_copy_in_the_servers_statistics(
     db_path: str, pg_server: Any
 ) -> None:
@@ -87,13 +97,7 @@ def test_a_purge_after_analyze_leaves_no_copy_in_the_servers_statistics(
         db_path, pg_server.data, b"NUMBATSECRET"
     )  # what the purge must reach: ANALYZE copied the content into the statistics
 
-    result = _purge(db_path, node)
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["files_not_scrubbed"] is None
-    assert result.stderr == ""
-    _checkpoint(db_path)
-    for needle in _forms("NUMBATSECRET", "Numbatentity"):
-        assert not _relations_holding(db_path, pg_server.data, needle), needle
+    _assert_no_trace(_purge(db_path, node), db_path, pg_server.data, "NUMBATSECRET", "Numbatentity")
     kept = run("--db", db_path, "recall", "unrelated memory")
     assert "an unrelated memory that stays" in kept.stdout  # the rest is still searchable
 
@@ -115,12 +119,7 @@ def test_a_statistics_object_someone_made_on_the_tables_is_rewritten_too(
     assert "pg_catalog.pg_statistic_ext_data" in _relations_holding(
         db_path, pg_server.data, b"QUOLLSECRET"
     )
-    result = _purge(db_path, node)
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["files_not_scrubbed"] is None
-    _checkpoint(db_path)
-    for needle in _forms("QUOLLSECRET", "Quollentity"):
-        assert not _relations_holding(db_path, pg_server.data, needle), needle
+    _assert_no_trace(_purge(db_path, node), db_path, pg_server.data, "QUOLLSECRET", "Quollentity")
 
 
 def test_a_purge_waits_for_a_transaction_older_than_it_before_rewriting(
@@ -157,12 +156,8 @@ def test_a_purge_waits_for_a_transaction_older_than_it_before_rewriting(
     finally:
         ender.join()
         holder.close()
-    assert result.exit_code == 0, result.output
     assert waiting.is_set()  # the purge did wait for the older transaction
-    assert json.loads(result.stdout)["files_not_scrubbed"] is None
-    _checkpoint(db_path)
-    for needle in _forms("DUGONGSECRET", "Dugongentity"):
-        assert not _relations_holding(db_path, pg_server.data, needle), needle
+    _assert_no_trace(result, db_path, pg_server.data, "DUGONGSECRET", "Dugongentity")
 
 
 def test_a_transaction_older_than_the_purge_past_the_busy_timeout_is_named(
@@ -235,10 +230,4 @@ def test_a_role_that_may_not_rewrite_the_statistics_is_silent_when_none_exist(
     pg_statistic holds none of its values, and the purge is complete."""
     url = _owner_of_its_schema(db_path, pg_server)
     node = _store_secret(url, "TAPIRSECRET", "Tapirentity")
-    result = _purge(url, node)
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["files_not_scrubbed"] is None
-    assert result.stderr == ""
-    _checkpoint(db_path)
-    for needle in _forms("TAPIRSECRET", "Tapirentity"):
-        assert not _files_holding(pg_server.data, needle), needle
+    _assert_no_trace(_purge(url, node), db_path, pg_server.data, "TAPIRSECRET", "Tapirentity")
