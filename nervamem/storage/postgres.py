@@ -98,10 +98,6 @@ _QUERY_CANCELED = "57014"
 ANALYZE_AFTER_ROWS = 1000
 
 
-# The tables whose rows hold a memory's text or terms: rewritten after a purge.
-SCRUBBED_TABLES = ("mem_nodes", "mem_edges", "mem_aliases", "mem_search_terms", "mem_search_docs")
-
-
 def shown_url(url: str) -> str:
     """The URL with its password (in the netloc or a ``password=`` parameter) as ***."""
     return _without_password(url, "***")
@@ -519,41 +515,35 @@ class PostgresStorage(StorageBase):
 
     # ------------------------------------------------------------------ files
     def scrub_files(self) -> str | None:
-        """After a purge has committed: rewrite every table that held the content
-        (VACUUM FULL, which writes a new file for the table, its TOAST table and its
-        indexes, and deletes the old ones), so no relation file keeps the bytes. Plain
-        VACUUM only marks the space free and leaves index pages' old keys in place.
+        """After a purge has committed: rewrite every relation file that may hold the
+        content: the tables that held it, their TOAST tables and indexes (VACUUM FULL),
+        and the statistics ANALYZE copied from them (postgres_scrub.py says where the
+        bytes hide and why each step is there).
 
         None when done; else one line saying why the files were not scrubbed and what
         to run. A purge is never undone by this: it committed before, so a role that
-        does not own the tables, a lock held past the busy timeout, or a lost server
-        is a warning, not an error. The server's WAL, replicas and backups keep the
-        old bytes until they are recycled (docs/postgres.md, "Purge")."""
+        does not own the tables, a lock or an older transaction held past the busy
+        timeout, or a lost server is a warning, not an error. The server's WAL,
+        replicas and backups keep the old bytes until they are recycled
+        (docs/postgres.md, "Purge")."""
         import psycopg
 
-        tables = ", ".join(SCRUBBED_TABLES)
-        todo = f"run as the tables' owner: VACUUM FULL {tables}"
+        from .postgres_scrub import REWRITE_TABLES, not_owned, scrub
+
+        todo = f"run as the tables' owner: {REWRITE_TABLES}"
         try:
             raw = self.connection.raw  # type: ignore[attr-defined]
-            not_owned = raw.execute(
-                "SELECT c.relname FROM pg_class c "
-                "WHERE c.relnamespace = current_schema()::regnamespace "
-                "AND c.relname = ANY(%s) AND NOT pg_has_role(c.relowner, 'USAGE') "
-                "ORDER BY 1",
-                (list(SCRUBBED_TABLES),),
-            ).fetchall()
-            if not_owned:
+            others = not_owned(raw)
+            if others:
                 return (
-                    f"this role does not own {', '.join(r[0] for r in not_owned)}, so the "
+                    f"this role does not own {', '.join(others)}, so the "
                     f"server's table files still hold the purged bytes; {todo}"
                 )
-            for table in SCRUBBED_TABLES:
-                raw.execute(f"VACUUM FULL {table}")
+            return scrub(raw, self.busy_timeout_ms)
         except (psycopg.Error, StoreError) as exc:
             error = self.error_from(exc) if isinstance(exc, psycopg.Error) else exc
             reason = "a lock" if isinstance(error, StoreLockedError) else _first_line(error)
             return f"the server's table files still hold the purged bytes ({reason}); {todo}"
-        return None
 
     @contextmanager
     def secure_deletes(self) -> Iterator[None]:

@@ -398,10 +398,12 @@ class Storage(StorageBase):
             self.connection.execute(f"PRAGMA secure_delete = {int(before)}")
 
     def rebuild_search_index(self) -> None:
-        """Inside a write transaction: the FTS5 index made anew (search_index.py)."""
+        """Inside a purge's write transaction: the FTS5 index made anew (search_index.py),
+        and the index samples an ANALYZE may have copied dropped with the rows."""
         from . import search_index
 
         search_index.rebuild(self.connection)
+        drop_index_samples(self.connection)
 
     def size_bytes(self) -> int:
         """The store file and its WAL."""
@@ -411,6 +413,7 @@ class Storage(StorageBase):
 
     def scrub_files(self) -> None:
         try:
+            drop_index_samples(self.connection)
             self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self.connection.execute("VACUUM")
             emptied = self.truncate_wal()
@@ -435,6 +438,23 @@ class Storage(StorageBase):
             if not busy or time.monotonic() >= deadline:
                 return not busy
             time.sleep(0.02)
+
+
+def drop_index_samples(conn: sqlite3.Connection) -> None:
+    """Delete the index samples of sqlite_stat4 (and the older sqlite_stat3), if any.
+    nervamem never runs ANALYZE or ``PRAGMA optimize``, and Python's SQLite is built
+    without STAT4, but an SQLite built with it that runs ANALYZE on the store (a user's
+    sqlite3) copies up to 24 whole keys of every index there: aliases, IDs, FTS5 terms.
+    They are live rows, so neither secure_delete nor VACUUM removes them; a purge does,
+    for every table (a sample names no node). sqlite_stat1 keeps its counts, and a
+    build without STAT4, ours, never reads the samples; one with it plans without them
+    until its next ANALYZE."""
+    for table in ("sqlite_stat4", "sqlite_stat3"):
+        exists = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+        ).fetchone()
+        if exists and conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone():
+            conn.execute(f"DELETE FROM {table}")
 
 
 # sqlite3.h: SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE (SQLite 3.16.2 and later).

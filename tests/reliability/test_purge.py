@@ -342,3 +342,32 @@ def test_purge_leaves_no_trace_without_secure_delete_by_default(
     marks = (title_mark, entity_mark, entity_mark.lower())
     assert _traces(db_path.parent, *marks) == {}
     assert harness.inspect_store(db_path).ok
+
+
+def test_purge_drops_the_index_samples_that_an_analyze_with_stat4_copied(
+    cli: Run, db_path: Path
+) -> None:
+    """nervamem never runs ANALYZE or PRAGMA optimize, and Python's SQLite is built
+    without STAT4; but an SQLite built with it (a user's sqlite3, a browser of the file)
+    that runs ANALYZE on the store copies up to 24 keys of each index into sqlite_stat4:
+    aliases, IDs, FTS5 terms. Those rows are live: neither secure_delete nor VACUUM
+    touches them. The purge deletes the samples (stat1's counts stay)."""
+    apsw = pytest.importorskip("apsw")
+    entity_mark = _marker("Zt")
+    target = _store(cli, "fact", "about the secret", "-e", entity_mark)
+    for i in range(5):
+        _store(cli, "fact", f"filler fact {i}", "-e", f"Widget{i}x")
+    conn = apsw.Connection(str(db_path))
+    try:
+        conn.execute("ANALYZE")
+        samples = b"".join(row[0] for row in conn.execute("SELECT sample FROM sqlite_stat4"))
+    finally:
+        conn.close()
+    assert entity_mark[3:].encode() in samples, "precondition: ANALYZE sampled the alias"
+
+    _purge(cli, target)
+
+    assert _traces(db_path.parent, entity_mark, entity_mark.lower()) == {}
+    assert harness.inspect_store(db_path).ok
+    recalled = cli("recall", "filler fact", "--format", "json")
+    assert recalled.exit_code == 0 and "Widget1x" in recalled.stdout
