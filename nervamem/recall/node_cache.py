@@ -54,7 +54,7 @@ CACHED_COLUMNS_TAIL = ", n.namespace, n.tombstoned"
 class NodeFacts:
     """The cache of one Storage (see the module's rules)."""
 
-    __slots__ = ("causal", "degree", "generation", "ids", "neighbours", "rows")
+    __slots__ = ("causal", "degree", "generation", "ids", "neighbours", "rows", "texts")
 
     def __init__(self) -> None:
         self.generation: tuple[int, int, int] | None = None
@@ -63,6 +63,7 @@ class NodeFacts:
         self.degree: OrderedDict[str, int] = OrderedDict()
         self.neighbours: OrderedDict[str, list[str]] = OrderedDict()
         self.causal: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self.texts = RowTexts()  # branch score: scored rows' words (see RowTexts)
 
     def clear(self) -> None:
         self.rows.clear()
@@ -70,6 +71,7 @@ class NodeFacts:
         self.degree.clear()
         self.neighbours.clear()
         self.causal.clear()
+        self.texts.clear()
 
     def keep_row(self, row: CachedRow) -> None:
         node_id, kind, content, valid_from, valid_until, recorded_at = row[:6]
@@ -176,3 +178,46 @@ def admits(row: CachedRow, namespace: str, as_of: str | None, kinds: Sequence[st
     if as_of is None:
         return valid_until is None
     return row[3] <= as_of and (valid_until is None or valid_until > as_of)
+
+
+# ---- Text analyses of scored rows (issue 21, round 5; branch score) ----
+
+# At most MAX_TEXTS analyses (the first kept dropped first) and MAX_VOCABULARY distinct
+# words (emptied past it; the analyses kept hold their words on): ~14 MB after the
+# peers workload at 100k nodes (bench/results.md, "Text analyses").
+MAX_TEXTS = MAX_ROWS
+MAX_VOCABULARY = 4 * MAX_ROWS
+
+Words = tuple[str, ...]
+# A text's words in order, and its distinct words less the stop words (relevance.py).
+TextAnalysis = tuple[Words, Words]
+
+
+class RowTexts:
+    """What recall/relevance.py's score_rows reads from a row's text, analysed once per
+    row and generation instead of on every recall: by seq, emptied with the rest of the
+    cache (a seq holds one text for a generation). Each word is the vocabulary's one
+    copy of it: an analysis holds references (~8 B a word) and the candidates' words
+    compare by identity when specificity counts them."""
+
+    __slots__ = ("by_seq", "vocabulary")
+
+    def __init__(self) -> None:
+        self.by_seq: dict[int, TextAnalysis] = {}
+        self.vocabulary: dict[str, str] = {}
+
+    def clear(self) -> None:
+        self.by_seq.clear()
+        self.vocabulary.clear()
+
+    def interned(self, words: list[str]) -> Words:
+        vocabulary = self.vocabulary
+        if len(vocabulary) > MAX_VOCABULARY:
+            vocabulary.clear()
+        return tuple(map(vocabulary.setdefault, words, words))
+
+    def keep(self, seq: int, analysis: TextAnalysis) -> None:
+        by_seq = self.by_seq
+        by_seq[seq] = analysis
+        if len(by_seq) > MAX_TEXTS:
+            del by_seq[next(iter(by_seq))]

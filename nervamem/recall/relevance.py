@@ -20,6 +20,7 @@ from itertools import chain, compress, count, repeat
 
 from .candidates import Candidate, NodeRow
 from .irregular import past_forms
+from .node_cache import RowTexts, TextAnalysis
 from .terms import STOPWORDS, content_terms
 
 PHRASE_BOOST = 1.5
@@ -63,10 +64,13 @@ def score_rows(
     key_count: int,
     terms: list[str],
     spans: Sequence[tuple[str, str]] = (),
+    texts: RowTexts | None = None,
 ) -> dict[str, Candidate]:
     """The relevance of each row, normalised so the best has 1.0. ``matched`` holds the
     rare key terms that found each row (by seq); common terms are looked for in its text
-    here, roughly stemmed (:func:`_root`), as their posting lists were too long to read."""
+    here, roughly stemmed (:func:`_root`), as their posting lists were too long to read.
+    With ``texts`` (the node cache's, recall/node_cache.py), each row's words are read
+    from it where it holds them (else from a small cache of texts)."""
     average = sum(len(row[2]) for row in rows) / len(rows) or 1.0
     phrase = (
         re.compile(r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, terms)) + r"(?![^\W_])", re.I)
@@ -77,20 +81,22 @@ def score_rows(
     common_roots = _listed_roots(_common_roots(common))
     finder: re.Pattern[str] | None = None  # only for a text that is not ASCII
     ascii_terms = all(term.isascii() for term in terms)
-    texts = [_text_words(row[2]) for row in rows]
-    specific = _specificity_of_bags([text[1] for text in texts], terms)
+    analyses = [_text_words(row[2]) for row in rows] if texts is None else _analysed(rows, texts)
+    specific = _specificity_of_bags([analysis[1] for analysis in analyses], terms)
     near = _proximity(content_terms(terms), idf)
     # The parts of BM25's norm that do not depend on the row, with the same rounding
     # steps as the whole expression: (k1 + 1) / (1 + k1 * ((1 - b) + b * length / average)).
     k1_plus_1, one_minus_b = BM25_K1 + 1, 1 - BM25_B
     weight_of = idf.__getitem__
     scored: list[tuple[float, NodeRow]] = []
-    for row, (row_words, _, row_lowered), row_specific in zip(rows, texts, specific, strict=True):
+    # The lowered text is read only for common terms and the phrase.
+    lowers = ascii_terms and (bool(common_roots) or phrase is not None)
+    for row, (row_words, _), row_specific in zip(rows, analyses, specific, strict=True):
         keys = matched[row[8]]
         text = row[2]
         # ASCII text and terms (nearly every row): plain string searches in the lowered
         # text find what the case-insensitive patterns would, a few times faster.
-        lowered = row_lowered if ascii_terms and text.isascii() else None
+        lowered = text.lower() if lowers and text.isascii() else None
         if common_roots:
             if lowered is None:
                 finder = finder or _common_pattern(common)
@@ -212,16 +218,30 @@ def _common_in_ascii_flat(lowered: str, flat: Sequence[tuple[str, int, int, int]
     return found
 
 
-def _split_text(text: str) -> tuple[tuple[str, ...], tuple[str, ...], str]:
-    """:func:`words_of` the text, its distinct words that are not stop words, and the
-    text lowered (what the ASCII searches of :func:`score_rows` read)."""
-    lowered = text.lower()
-    words = lowered.translate(_PUNCTUATION).split()
-    return tuple(words), tuple(frozenset(words).difference(STOPWORDS)), lowered
+def _split_text(text: str) -> TextAnalysis:
+    """:func:`words_of` the text, and its distinct words that are not stop words."""
+    words = text.lower().translate(_PUNCTUATION).split()
+    return tuple(words), tuple(frozenset(words).difference(STOPWORDS))
 
 
+# Where there is no node cache (PostgreSQL, a transaction): the texts seen last.
 TEXT_CACHE_SIZE = 4096
 _text_words = functools.lru_cache(maxsize=TEXT_CACHE_SIZE)(_split_text)
+
+
+def _analysed(rows: Sequence[NodeRow], texts: RowTexts) -> list[TextAnalysis]:
+    """:func:`_split_text` of each row's text, from ``texts`` where it holds the row's
+    seq; the others are split with their words interned, and kept."""
+    held = texts.by_seq.get
+    analyses = []
+    for row in rows:
+        analysis = held(row[8])
+        if analysis is None:
+            words = texts.interned(row[2].lower().translate(_PUNCTUATION).split())
+            analysis = (words, tuple(frozenset(words).difference(STOPWORDS)))
+            texts.keep(row[8], analysis)
+        analyses.append(analysis)
+    return analyses
 
 
 def words_of(text: str) -> list[str]:

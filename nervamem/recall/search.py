@@ -243,7 +243,8 @@ def _read_and_score(
         return {}
     rows.sort(key=lambda row: -first[row[8]])
     rows = rows[:PRE_LIMIT]
-    return score_rows(rows, matched, common, idf, key_count, terms, spans)
+    texts = facts.texts if facts is not None else None
+    return score_rows(rows, matched, common, idf, key_count, terms, spans, texts)
 
 
 def _prefix_stage(
