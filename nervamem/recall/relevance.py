@@ -220,7 +220,7 @@ def _common_in_ascii_flat(lowered: str, flat: Sequence[tuple[str, int, int, int]
 
 def _split_text(text: str) -> TextAnalysis:
     """:func:`words_of` the text, and its distinct words that are not stop words."""
-    words = text.lower().translate(_PUNCTUATION).split()
+    words = words_of(text)
     return tuple(words), tuple(frozenset(words).difference(STOPWORDS))
 
 
@@ -237,7 +237,7 @@ def _analysed(rows: Sequence[NodeRow], texts: RowTexts) -> list[TextAnalysis]:
     for row in rows:
         analysis = held(row[8])
         if analysis is None:
-            words = texts.interned(row[2].lower().translate(_PUNCTUATION).split())
+            words = texts.interned(words_of(row[2]))
             analysis = (words, tuple(frozenset(words).difference(STOPWORDS)))
             texts.keep(row[8], analysis)
         analyses.append(analysis)
@@ -245,12 +245,18 @@ def _analysed(rows: Sequence[NodeRow], texts: RowTexts) -> list[TextAnalysis]:
 
 
 def words_of(text: str) -> list[str]:
-    """Lower-cased words, punctuation dropped: a cheap split (str.translate), not FTS5's."""
+    """Lower-cased words, punctuation dropped: a cheap split (str.translate), not FTS5's.
+    An ASCII text is lowered and translated as bytes: the same characters, ~5x sooner
+    than the str methods."""
+    if text.isascii():
+        return text.encode().lower().translate(_ASCII_PUNCTUATION).decode().split()
     return text.lower().translate(_PUNCTUATION).split()
 
 
 # string.punctuation, spelled out: importing the string module costs ~1.3 ms of start-up.
-_PUNCTUATION = str.maketrans(dict.fromkeys("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", " "))
+_PUNCTUATION_MARKS = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+_PUNCTUATION = str.maketrans(dict.fromkeys(_PUNCTUATION_MARKS, " "))
+_ASCII_PUNCTUATION = bytes.maketrans(_PUNCTUATION_MARKS.encode(), b" " * len(_PUNCTUATION_MARKS))
 
 
 def specificity(words: Sequence[Sequence[str]], query: Sequence[str]) -> list[float]:

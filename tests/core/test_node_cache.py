@@ -349,3 +349,38 @@ def test_admits_agrees_with_the_sql_mask(
         ).fetchall()
     by_twin = {row[8] for row in cached if node_cache.admits(row, namespace, as_of, kinds)}
     assert by_twin == by_sql
+
+
+# ------------------------------------------- text analyses of scored rows (issue 21, r5)
+
+
+@sqlite_only
+def test_scored_rows_keep_their_words_until_the_store_changes(
+    store: MemoryStore, filled: dict[str, str]
+) -> None:
+    store.recall("session cache")
+    texts = facts_of(store).texts
+    kept = dict(texts.by_seq)
+    seqs = {row[8] for row in facts_of(store).rows.values() if row[0] in filled.values()}
+    assert seqs <= set(kept)
+    words = {word for analysis in kept.values() for word in analysis[0]}
+    assert "redis" in words
+    # Every word is the vocabulary's one copy of it.
+    assert all(texts.vocabulary[word] is word for word in words)
+    store.recall("session cache")
+    assert facts_of(store).texts.by_seq == kept
+    store.store("fact", "The session cache is flushed nightly", entities=["Cache"])
+    assert facts_of(store).texts.by_seq == {}
+    assert facts_of(store).texts.vocabulary == {}
+
+
+def test_text_analyses_and_vocabulary_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(node_cache, "MAX_TEXTS", 3)
+    monkeypatch.setattr(node_cache, "MAX_VOCABULARY", 4)
+    texts = node_cache.RowTexts()
+    for seq in range(10):
+        words = texts.interned([f"w{seq}", "shared", f"v{seq}"])
+        texts.keep(seq, (words, words))
+        assert len(texts.by_seq) <= 3
+        assert len(texts.vocabulary) <= 4 + 3
+    assert list(texts.by_seq) == [7, 8, 9]  # the first kept dropped first
