@@ -54,7 +54,7 @@ CACHED_COLUMNS_TAIL = ", n.namespace, n.tombstoned"
 class NodeFacts:
     """The cache of one Storage (see the module's rules)."""
 
-    __slots__ = ("causal", "degree", "generation", "ids", "neighbours", "rows", "texts")
+    __slots__ = ("causal", "degree", "generation", "ids", "neighbours", "rows", "search")
 
     def __init__(self) -> None:
         self.generation: tuple[int, int, int] | None = None
@@ -63,7 +63,7 @@ class NodeFacts:
         self.degree: OrderedDict[str, int] = OrderedDict()
         self.neighbours: OrderedDict[str, list[str]] = OrderedDict()
         self.causal: OrderedDict[str, tuple[str, ...]] = OrderedDict()
-        self.texts = RowTexts()  # branch score: scored rows' words (see RowTexts)
+        self.search = SearchFacts()  # scored rows' words, term postings (see there)
 
     def clear(self) -> None:
         self.rows.clear()
@@ -71,7 +71,7 @@ class NodeFacts:
         self.degree.clear()
         self.neighbours.clear()
         self.causal.clear()
-        self.texts.clear()
+        self.search.clear()
 
     def keep_row(self, row: CachedRow) -> None:
         node_id, kind, content, valid_from, valid_until, recorded_at = row[:6]
@@ -180,35 +180,46 @@ def admits(row: CachedRow, namespace: str, as_of: str | None, kinds: Sequence[st
     return row[3] <= as_of and (valid_until is None or valid_until > as_of)
 
 
-# ---- Text analyses of scored rows (issue 21, round 5; branch score) ----
+# ---- What search reads again: texts' words, term postings (issue 21, round 5) ----
 
-# At most MAX_TEXTS analyses (the first kept dropped first) and MAX_VOCABULARY distinct
-# words (emptied past it; the analyses kept hold their words on): ~14 MB after the
-# peers workload at 100k nodes (bench/results.md, "Text analyses").
+# At most MAX_TEXTS analyses and MAX_POSTING_ROWS rows in posting lists (the first kept
+# dropped first), and MAX_VOCABULARY distinct words (emptied past it; the analyses
+# kept hold their words on): ~14 MB after the peers workload at 100k nodes
+# (bench/results.md, "Search's Python and postings").
 MAX_TEXTS = MAX_ROWS
 MAX_VOCABULARY = 4 * MAX_ROWS
+MAX_POSTING_ROWS = 8 * MAX_ROWS
 
 Words = tuple[str, ...]
 # A text's words in order, and its distinct words less the stop words (relevance.py).
 TextAnalysis = tuple[Words, Words]
 
 
-class RowTexts:
-    """What recall/relevance.py's score_rows reads from a row's text, analysed once per
-    row and generation instead of on every recall: by seq, emptied with the rest of the
-    cache (a seq holds one text for a generation). Each word is the vocabulary's one
-    copy of it: an analysis holds references (~8 B a word) and the candidates' words
-    compare by identity when specificity counts them."""
+class SearchFacts:
+    """What recall/search.py reads again and again, kept for a generation:
 
-    __slots__ = ("by_seq", "vocabulary")
+    * ``texts``: what relevance.score_rows reads from a row's text, by seq (a seq holds
+      one text for a generation), analysed once instead of on every recall. Each word
+      is the vocabulary's one copy of it: an analysis holds references (~8 B a word)
+      and the candidates' words compare by identity when specificity counts them.
+    * ``postings``: a key term's rows (at most search.COMMON_DF), or None where it has
+      more (a common term). They depend on the store's text only, not on the
+      namespace, mask or kinds of a search.
+    """
+
+    __slots__ = ("posting_rows", "postings", "texts", "vocabulary")
 
     def __init__(self) -> None:
-        self.by_seq: dict[int, TextAnalysis] = {}
+        self.texts: dict[int, TextAnalysis] = {}
         self.vocabulary: dict[str, str] = {}
+        self.postings: dict[str, frozenset[int] | None] = {}
+        self.posting_rows = 0
 
     def clear(self) -> None:
-        self.by_seq.clear()
+        self.texts.clear()
         self.vocabulary.clear()
+        self.postings.clear()
+        self.posting_rows = 0
 
     def interned(self, words: list[str]) -> Words:
         vocabulary = self.vocabulary
@@ -216,8 +227,15 @@ class RowTexts:
             vocabulary.clear()
         return tuple(map(vocabulary.setdefault, words, words))
 
-    def keep(self, seq: int, analysis: TextAnalysis) -> None:
-        by_seq = self.by_seq
-        by_seq[seq] = analysis
-        if len(by_seq) > MAX_TEXTS:
-            del by_seq[next(iter(by_seq))]
+    def keep_text(self, seq: int, analysis: TextAnalysis) -> None:
+        texts = self.texts
+        texts[seq] = analysis
+        if len(texts) > MAX_TEXTS:
+            del texts[next(iter(texts))]
+
+    def keep_postings(self, term: str, rows: frozenset[int] | None) -> None:
+        postings = self.postings
+        self.posting_rows += len(rows or ())
+        postings[term] = rows
+        while self.posting_rows > MAX_POSTING_ROWS or len(postings) > MAX_NODES:
+            self.posting_rows -= len(postings.pop(next(iter(postings))) or ())

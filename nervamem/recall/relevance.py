@@ -20,7 +20,7 @@ from itertools import chain, compress, count, repeat
 
 from .candidates import Candidate, NodeRow
 from .irregular import past_forms
-from .node_cache import RowTexts, TextAnalysis
+from .node_cache import SearchFacts, TextAnalysis
 from .terms import STOPWORDS, content_terms
 
 PHRASE_BOOST = 1.5
@@ -64,7 +64,7 @@ def score_rows(
     key_count: int,
     terms: list[str],
     spans: Sequence[tuple[str, str]] = (),
-    texts: RowTexts | None = None,
+    texts: SearchFacts | None = None,
 ) -> dict[str, Candidate]:
     """The relevance of each row, normalised so the best has 1.0. ``matched`` holds the
     rare key terms that found each row (by seq); common terms are looked for in its text
@@ -229,17 +229,17 @@ TEXT_CACHE_SIZE = 4096
 _text_words = functools.lru_cache(maxsize=TEXT_CACHE_SIZE)(_split_text)
 
 
-def _analysed(rows: Sequence[NodeRow], texts: RowTexts) -> list[TextAnalysis]:
+def _analysed(rows: Sequence[NodeRow], texts: SearchFacts) -> list[TextAnalysis]:
     """:func:`_split_text` of each row's text, from ``texts`` where it holds the row's
     seq; the others are split with their words interned, and kept."""
-    held = texts.by_seq.get
+    held = texts.texts.get
     analyses = []
     for row in rows:
         analysis = held(row[8])
         if analysis is None:
             words = texts.interned(words_of(row[2]))
             analysis = (words, tuple(frozenset(words).difference(STOPWORDS)))
-            texts.keep(row[8], analysis)
+            texts.keep_text(row[8], analysis)
         analyses.append(analysis)
     return analyses
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from nervamem.recall import relevance, scoring
 from nervamem.recall.candidates import Candidate, NodeRow
-from nervamem.recall.node_cache import RowTexts
+from nervamem.recall.node_cache import SearchFacts
 from nervamem.recall.scoring import Scored
 
 WORDS = ["auth", "token", "cache", "redis", "deploy", "deployed", "jwt", "key"]
@@ -162,7 +162,7 @@ TEXTS = st.lists(TEXT_WORDS, min_size=1, max_size=12).map(" ".join)
 def test_score_rows_with_kept_words_is_score_rows_without(
     texts: list[str], query: list[str], common: list[str]
 ) -> None:
-    """Each row's words read from the node cache's RowTexts (interned, kept from an
+    """Each row's words read from the node cache's SearchFacts (interned, kept from an
     earlier call) score every row as the words split afresh do, to the last bit."""
     rows: list[NodeRow] = [
         (f"n{seq}", "fact", text, "2026-01-01", None, "2026-01-01", 1.0, 0, seq)
@@ -171,7 +171,7 @@ def test_score_rows_with_kept_words_is_score_rows_without(
     keys = [term for term in query if term not in common]
     matched = {row[8]: [key for key in keys if key in row[2]] for row in rows}
     idf = {term: 1.0 + len(term) / 7 for term in WORDS}
-    kept = RowTexts()
+    kept = SearchFacts()
 
     def relevances(found: dict[str, Candidate]) -> list[tuple[str, float]]:
         return [(node_id, c.relevance) for node_id, c in found.items()]
