@@ -111,7 +111,11 @@ def score_rows(
         if (
             phrase
             and (lowered is None or all(map(lowered.__contains__, terms)))
-            and phrase.search(text)
+            and (
+                _holds_run(row_words, terms)
+                if lowered is not None and text.isprintable()
+                else phrase.search(text)
+            )
         ):
             score *= PHRASE_BOOST
         factor = 1 + SPECIFICITY_WEIGHT * row_specific
@@ -129,6 +133,23 @@ def score_rows(
             *row, relevance=relevance if relevance >= 1e-6 else 1e-6, via="search"
         )
     return found
+
+
+def _holds_run(words: Sequence[str], terms: Sequence[str]) -> bool:
+    """Whether ``terms`` are consecutive ``words``: what score_rows' phrase pattern finds
+    in a printable ASCII text (its words are then its runs of letters and digits, and
+    the pattern matches whole runs, case aside, with only other characters between
+    them) from ASCII terms (letters and digits: terms.query_terms). ~0.5 us a row
+    against ~5 us for the pattern, on the ~30 rows a query that hold every term."""
+    first, size = terms[0], len(terms)
+    at = -1
+    while True:
+        try:
+            at = words.index(first, at + 1)
+        except ValueError:
+            return False
+        if len(words) - at >= size and all(map(str.__eq__, words[at : at + size], terms)):
+            return True
 
 
 # Suffixes cut before a common term is looked for in a candidate's text, roughly as the

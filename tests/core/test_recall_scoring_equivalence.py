@@ -181,3 +181,31 @@ def test_score_rows_with_kept_words_is_score_rows_without(
     for _ in range(2):  # analysed and kept, then read back
         found = relevance.score_rows(rows, matched, common, idf, len(query), query, texts=kept)
         assert relevances(found) == plain
+
+
+PRINTABLE_ASCII = st.characters(min_codepoint=32, max_codepoint=126)
+PHRASE_TERMS = st.lists(st.sampled_from(["auth", "token", "a1", "x", "9"]), min_size=2, max_size=3)
+
+
+@given(
+    parts=st.lists(
+        st.one_of(
+            st.sampled_from(["auth", "Token", "A1", "x", "9", "authx"]),
+            st.text(PRINTABLE_ASCII, max_size=4),
+        ),
+        max_size=10,
+    ),
+    terms=PHRASE_TERMS,
+)
+@settings(max_examples=500, deadline=None)
+def test_phrase_as_a_run_of_words_is_the_phrase_pattern(parts: list[str], terms: list[str]) -> None:
+    """In printable ASCII text, the query's terms as consecutive words is what
+    score_rows' phrase pattern finds."""
+    import re
+
+    text = " ".join(parts)
+    pattern = re.compile(
+        r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, terms)) + r"(?![^\W_])", re.I
+    )
+    words = tuple(relevance.words_of(text))
+    assert relevance._holds_run(words, terms) == (pattern.search(text) is not None)
