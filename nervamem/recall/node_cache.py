@@ -22,7 +22,8 @@ Rules a reader must not break:
 * Bounded: at most MAX_ROWS rows and MAX_NODES degrees, neighbour and causal lists,
   the least recently used dropped first: ~800 B a row with its facts, ~25 MB after the
   peers workload at 100k nodes (32k distinct rows), ~45 MB at the caps
-  (bench/results.md, "Node cache").
+  (bench/results.md, "Node cache"); what search reads again (SearchFacts: the scored
+  texts' words, the key terms' postings) ~13 MB more there, ~35 MB at its caps.
 * Who reads it must not change what it returns (lists and rows are the cache's own).
 """
 
@@ -184,11 +185,11 @@ def admits(row: CachedRow, namespace: str, as_of: str | None, kinds: Sequence[st
 
 # At most MAX_TEXTS analyses and MAX_POSTING_ROWS rows in posting lists (the first kept
 # dropped first), and MAX_VOCABULARY distinct words (emptied past it; the analyses
-# kept hold their words on): ~14 MB after the peers workload at 100k nodes
-# (bench/results.md, "Search's Python and postings").
+# kept hold their words on): 10.7 MB of words and 2.6 MB of postings after the peers
+# workload at 100k nodes (bench/results.md, "Search's text and postings kept").
 MAX_TEXTS = MAX_ROWS
 MAX_VOCABULARY = 4 * MAX_ROWS
-MAX_POSTING_ROWS = 8 * MAX_ROWS
+MAX_POSTING_ROWS = 2 * MAX_ROWS
 
 Words = tuple[str, ...]
 # A text's words in order, and its distinct words less the stop words (relevance.py).

@@ -72,7 +72,8 @@ def search(
     facts: NodeFacts | None = None,
 ) -> dict[str, Candidate]:
     """Find and score the nodes that match the query's key terms. With ``facts``
-    (recall/node_cache.py), the candidates' rows are read from it where it holds them.
+    (recall/node_cache.py), the key terms' postings, the candidates' rows and their
+    texts' words are read from it where it holds them.
 
     The three stages of concepts.md (phrase, all terms, any term) are folded into one
     score instead of being tried as tiers: a node's relevance is the summed IDF of the
