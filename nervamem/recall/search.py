@@ -263,7 +263,7 @@ def _read_and_score(
     rows.sort(key=lambda row: -first[row[8]])
     rows = rows[:PRE_LIMIT]
     texts = facts.search if facts is not None else None
-    return score_rows(rows, matched, common, idf, key_count, terms, spans, texts)
+    return score_rows(rows, matched, common, idf, key_count, terms, spans, texts=texts)
 
 
 def _prefix_stage(
