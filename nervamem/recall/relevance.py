@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from itertools import chain, compress, count, repeat
 
-from .candidates import Candidate, NodeRow
+from .candidates import Candidate, NodeRow, candidate_of
 from .irregular import past_forms
 from .node_cache import SearchFacts, TextAnalysis
 from .terms import STOPWORDS, content_terms
@@ -129,9 +129,7 @@ def score_rows(
     found: dict[str, Candidate] = {}
     for score, row in scored:
         relevance = score / best
-        found[row[0]] = Candidate(
-            *row, relevance=relevance if relevance >= 1e-6 else 1e-6, via="search"
-        )
+        found[row[0]] = candidate_of(row, relevance if relevance >= 1e-6 else 1e-6, "search")
     return found
 
 

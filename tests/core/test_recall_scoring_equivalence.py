@@ -209,3 +209,29 @@ def test_phrase_as_a_run_of_words_is_the_phrase_pattern(parts: list[str], terms:
     )
     words = tuple(relevance.words_of(text))
     assert relevance._holds_run(words, terms) == (pattern.search(text) is not None)
+
+
+@given(
+    row=st.tuples(
+        st.text(max_size=5),
+        st.sampled_from(["fact", "decision"]),
+        st.text(max_size=20),
+        st.text(max_size=10),
+        st.one_of(st.none(), st.text(max_size=10)),
+        st.text(max_size=10),
+        st.floats(allow_nan=False),
+        st.integers(min_value=0),
+        st.integers(min_value=1),
+    ),
+    score=st.floats(min_value=0, max_value=1),
+)
+@settings(max_examples=100, deadline=None)
+def test_candidate_of_a_row_is_the_constructed_candidate(row: NodeRow, score: float) -> None:
+    from nervamem.recall.candidates import candidate_of
+
+    built = Candidate(*row, relevance=score, via="search")
+    made = candidate_of(row, score, "search")
+    assert type(made) is Candidate
+    assert [getattr(made, name) for name in Candidate.__slots__] == [
+        getattr(built, name) for name in Candidate.__slots__
+    ]
