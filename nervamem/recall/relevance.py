@@ -326,21 +326,26 @@ def _proximity(
         return None
     total = sum(weight for _, _, weight in pairs)
 
+    # Each pair with its two keys, so a row's check reads no list by index.
+    keyed = [(keys[a], keys[b], a, b, weight) for a, b, weight in pairs]
+    starts = str.startswith
+
     def boost(words: Sequence[str], matched: Sequence[str]) -> float:
         held = set(matched)
-        wanted = [p for p in pairs if keys[p[0]] in held and keys[p[1]] in held]
-        if not wanted:
-            return 0.0
-        # Where each key of a wanted pair starts a word: a pass in C per key.
-        where = {
-            key: list(compress(count(), map(str.startswith, words, repeat(roots[key]))))
-            for key in {key for pair in wanted for key in pair[:2]}
-        }
-        earned = sum(
-            weight
-            for a, b, weight in wanted
-            if where[a] and where[b] and _within(where[a], where[b], PROXIMITY_WINDOW)
-        )
+        # Where a key starts a word: a pass in C per key, made when a pair held asks.
+        where: dict[int, list[int]] = {}
+        earned: float = 0  # as sum() adds: 0, then each weight earned, in pair order
+        for key_a, key_b, a, b, weight in keyed:
+            if key_a not in held or key_b not in held:
+                continue
+            first = where.get(a)
+            if first is None:
+                first = where[a] = list(compress(count(), map(starts, words, repeat(roots[a]))))
+            second = where.get(b)
+            if second is None:
+                second = where[b] = list(compress(count(), map(starts, words, repeat(roots[b]))))
+            if first and second and _within(first, second, PROXIMITY_WINDOW):
+                earned += weight
         return PROXIMITY_WEIGHT * earned / total
 
     return boost
