@@ -77,6 +77,29 @@ class Candidate:
         return f"Candidate({self.id!r}, relevance={self.relevance!r}, via={self.via!r})"
 
 
+_new_candidate = object.__new__
+
+
+def candidate_of(row: NodeRow, relevance: float, via: str) -> Candidate:
+    """``Candidate(*row, relevance=relevance, via=via)`` without parsing a call's
+    arguments: ~0.15 against ~0.6 us, for the ~150 candidates a search scores."""
+    candidate: Candidate = _new_candidate(Candidate)
+    (
+        candidate.id,
+        candidate.kind,
+        candidate.content,
+        candidate.valid_from,
+        candidate.valid_until,
+        candidate.recorded_at,
+        candidate.confidence,
+        candidate.access_count,
+        candidate.seq,
+    ) = row
+    candidate.relevance = relevance
+    candidate.via = via
+    return candidate
+
+
 def among(conn: Connection, column: str, ids: Sequence[str]) -> tuple[str, list[object]]:
     """SQL for ``column`` being one of ``ids``, and its parameters: ``IN (?,?,...)`` on
     SQLite, ``= ANY (?)`` with one array on PostgreSQL, where a statement text per list

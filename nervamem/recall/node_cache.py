@@ -22,7 +22,8 @@ Rules a reader must not break:
 * Bounded: at most MAX_ROWS rows and MAX_NODES degrees, neighbour and causal lists,
   the least recently used dropped first: ~800 B a row with its facts, ~25 MB after the
   peers workload at 100k nodes (32k distinct rows), ~45 MB at the caps
-  (bench/results.md, "Node cache").
+  (bench/results.md, "Node cache"); what search reads again (SearchFacts: the scored
+  texts' words, the key terms' postings) ~13 MB more there, ~35 MB at its caps.
 * Who reads it must not change what it returns (lists and rows are the cache's own).
 """
 
@@ -54,7 +55,7 @@ CACHED_COLUMNS_TAIL = ", n.namespace, n.tombstoned"
 class NodeFacts:
     """The cache of one Storage (see the module's rules)."""
 
-    __slots__ = ("causal", "degree", "generation", "ids", "neighbours", "rows")
+    __slots__ = ("causal", "degree", "generation", "ids", "neighbours", "rows", "search")
 
     def __init__(self) -> None:
         self.generation: tuple[int, int, int] | None = None
@@ -63,6 +64,7 @@ class NodeFacts:
         self.degree: OrderedDict[str, int] = OrderedDict()
         self.neighbours: OrderedDict[str, list[str]] = OrderedDict()
         self.causal: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self.search = SearchFacts()  # scored rows' words, term postings (see there)
 
     def clear(self) -> None:
         self.rows.clear()
@@ -70,6 +72,7 @@ class NodeFacts:
         self.degree.clear()
         self.neighbours.clear()
         self.causal.clear()
+        self.search.clear()
 
     def keep_row(self, row: CachedRow) -> None:
         node_id, kind, content, valid_from, valid_until, recorded_at = row[:6]
@@ -176,3 +179,64 @@ def admits(row: CachedRow, namespace: str, as_of: str | None, kinds: Sequence[st
     if as_of is None:
         return valid_until is None
     return row[3] <= as_of and (valid_until is None or valid_until > as_of)
+
+
+# ---- What search reads again: texts' words, term postings (issue 21, round 5) ----
+
+# At most MAX_TEXTS analyses and MAX_POSTING_ROWS rows in posting lists (the first kept
+# dropped first), and MAX_VOCABULARY distinct words (emptied past it; the analyses
+# kept hold their words on): 10.7 MB of words and 2.6 MB of postings after the peers
+# workload at 100k nodes (bench/results.md, "Search's text and postings kept").
+MAX_TEXTS = MAX_ROWS
+MAX_VOCABULARY = 4 * MAX_ROWS
+MAX_POSTING_ROWS = 2 * MAX_ROWS
+
+Words = tuple[str, ...]
+# A text's words in order, and its distinct words less the stop words (relevance.py).
+TextAnalysis = tuple[Words, Words]
+
+
+class SearchFacts:
+    """What recall/search.py reads again and again, kept for a generation:
+
+    * ``texts``: what relevance.score_rows reads from a row's text, by seq (a seq holds
+      one text for a generation), analysed once instead of on every recall. Each word
+      is the vocabulary's one copy of it: an analysis holds references (~8 B a word)
+      and the candidates' words compare by identity when specificity counts them.
+    * ``postings``: a key term's rows (at most search.COMMON_DF), or None where it has
+      more (a common term). They depend on the store's text only, not on the
+      namespace, mask or kinds of a search.
+    """
+
+    __slots__ = ("posting_rows", "postings", "texts", "vocabulary")
+
+    def __init__(self) -> None:
+        self.texts: dict[int, TextAnalysis] = {}
+        self.vocabulary: dict[str, str] = {}
+        self.postings: dict[str, frozenset[int] | None] = {}
+        self.posting_rows = 0
+
+    def clear(self) -> None:
+        self.texts.clear()
+        self.vocabulary.clear()
+        self.postings.clear()
+        self.posting_rows = 0
+
+    def interned(self, words: list[str]) -> Words:
+        vocabulary = self.vocabulary
+        if len(vocabulary) > MAX_VOCABULARY:
+            vocabulary.clear()
+        return tuple(map(vocabulary.setdefault, words, words))
+
+    def keep_text(self, seq: int, analysis: TextAnalysis) -> None:
+        texts = self.texts
+        texts[seq] = analysis
+        if len(texts) > MAX_TEXTS:
+            del texts[next(iter(texts))]
+
+    def keep_postings(self, term: str, rows: frozenset[int] | None) -> None:
+        postings = self.postings
+        self.posting_rows += len(rows or ())
+        postings[term] = rows
+        while self.posting_rows > MAX_POSTING_ROWS or len(postings) > MAX_NODES:
+            self.posting_rows -= len(postings.pop(next(iter(postings))) or ())

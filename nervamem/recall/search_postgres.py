@@ -26,7 +26,8 @@ not) is a phrase on SQLite and all of its tokens, anywhere in the row, here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ..storage.engine import Connection
@@ -245,7 +246,7 @@ def _read_rows(
 def _score(
     conn: Connection,
     namespace: str,
-    members: dict[str, set[int]],
+    members: Mapping[str, AbstractSet[int]],
     common: list[str],
     idf: dict[str, float],
     key_count: int,

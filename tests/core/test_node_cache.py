@@ -349,3 +349,68 @@ def test_admits_agrees_with_the_sql_mask(
         ).fetchall()
     by_twin = {row[8] for row in cached if node_cache.admits(row, namespace, as_of, kinds)}
     assert by_twin == by_sql
+
+
+# ------------------------- what search reads again: words, postings (issue 21, round 5)
+
+
+@sqlite_only
+def test_scored_rows_keep_their_words_until_the_store_changes(
+    store: MemoryStore, filled: dict[str, str]
+) -> None:
+    store.recall("session cache")
+    search = facts_of(store).search
+    kept = dict(search.texts)
+    seqs = {row[8] for row in facts_of(store).rows.values() if row[0] in filled.values()}
+    assert seqs <= set(kept)
+    words = {word for analysis in kept.values() for word in analysis[0]}
+    assert "redis" in words
+    # Every word is the vocabulary's one copy of it.
+    assert all(search.vocabulary[word] is word for word in words)
+    store.recall("session cache")
+    assert facts_of(store).search.texts == kept
+    store.store("fact", "The session cache is flushed nightly", entities=["Cache"])
+    assert facts_of(store).search.texts == {}
+    assert facts_of(store).search.vocabulary == {}
+
+
+@sqlite_only
+def test_postings_are_read_once_until_the_store_changes(
+    store: MemoryStore, filled: dict[str, str]
+) -> None:
+    first = ids_of(store, "session cache")
+    postings = dict(facts_of(store).search.postings)
+    assert set(postings) == {"session", "cache"}
+    cache_rows = len(postings["cache"] or ())
+    assert cache_rows >= 3  # the three memories (and the entity's own node)
+    statements: list[str] = []
+    store.storage.connection.set_trace_callback(statements.append)
+    try:
+        again = ids_of(store, "session cache")
+    finally:
+        store.storage.connection.set_trace_callback(None)
+    assert again == first
+    assert not [s for s in statements if "SELECT rowid FROM mem_fts" in s]
+    new = store.store("fact", "A second session cache for the workers", entities=["Cache"])
+    assert facts_of(store).search.postings == {}
+    assert new in ids_of(store, "session cache")
+    assert len(facts_of(store).search.postings["cache"] or ()) == cache_rows + 1
+
+
+def test_text_analyses_postings_and_vocabulary_are_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(node_cache, "MAX_TEXTS", 3)
+    monkeypatch.setattr(node_cache, "MAX_VOCABULARY", 4)
+    monkeypatch.setattr(node_cache, "MAX_POSTING_ROWS", 5)
+    search = node_cache.SearchFacts()
+    for seq in range(10):
+        words = search.interned([f"w{seq}", "shared", f"v{seq}"])
+        search.keep_text(seq, (words, words))
+        search.keep_postings(f"t{seq}", frozenset({seq, seq + 100}) if seq % 3 else None)
+        assert len(search.texts) <= 3
+        assert len(search.vocabulary) <= 4 + 3
+        assert search.posting_rows == sum(len(rows or ()) for rows in search.postings.values())
+        assert search.posting_rows <= 5
+    assert list(search.texts) == [7, 8, 9]  # the first kept dropped first
+    assert list(search.postings) == ["t6", "t7", "t8", "t9"]  # 0 + 2 + 2 + 0 rows

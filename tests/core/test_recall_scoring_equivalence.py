@@ -1,6 +1,7 @@
 """Recall's scoring computes each factor the fast way (issue 21); these properties hold
 it to the plain definitions, to the last bit of every float, as recall's output must not
-change: specificity, term proximity and the top k."""
+change: specificity, term proximity, the top k, and the words of a text however they
+are split and kept."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nervamem.recall import relevance, scoring
-from nervamem.recall.candidates import Candidate
+from nervamem.recall.candidates import Candidate, NodeRow
+from nervamem.recall.node_cache import SearchFacts
 from nervamem.recall.scoring import Scored
 
 WORDS = ["auth", "token", "cache", "redis", "deploy", "deployed", "jwt", "key"]
@@ -138,3 +140,98 @@ def test_top_k_is_the_plain_definition_bit_for_bit(
         ranked = scoring.top_k(None, found, reference=REFERENCE, k=k)  # type: ignore[arg-type]
     assert ranked == plain_top_k(found, degree, k)
     assert len(asked) == 1 and len(asked[0]) <= 2 * k
+
+
+@given(st.text(max_size=80))
+@settings(max_examples=500, deadline=None)
+def test_words_of_an_ascii_text_are_the_str_methods_words(text: str) -> None:
+    """words_of lowers and translates an ASCII text as bytes: the same words as str's."""
+    assert relevance.words_of(text) == text.lower().translate(relevance._PUNCTUATION).split()
+
+
+TEXT_WORDS = st.sampled_from([*WORDS, "the", "a", "Auth", "DEPLOYS", "jwt's", "café", "\t"])
+TEXTS = st.lists(TEXT_WORDS, min_size=1, max_size=12).map(" ".join)
+
+
+@given(
+    texts=st.lists(TEXTS, min_size=1, max_size=8),
+    query=st.lists(WORD, min_size=1, max_size=4, unique=True),
+    common=st.lists(WORD, max_size=2, unique=True),
+)
+@settings(max_examples=200, deadline=None)
+def test_score_rows_with_kept_words_is_score_rows_without(
+    texts: list[str], query: list[str], common: list[str]
+) -> None:
+    """Each row's words read from the node cache's SearchFacts (interned, kept from an
+    earlier call) score every row as the words split afresh do, to the last bit."""
+    rows: list[NodeRow] = [
+        (f"n{seq}", "fact", text, "2026-01-01", None, "2026-01-01", 1.0, 0, seq)
+        for seq, text in enumerate(texts, start=1)
+    ]
+    keys = [term for term in query if term not in common]
+    matched = {row[8]: [key for key in keys if key in row[2]] for row in rows}
+    idf = {term: 1.0 + len(term) / 7 for term in WORDS}
+    kept = SearchFacts()
+
+    def relevances(found: dict[str, Candidate]) -> list[tuple[str, float]]:
+        return [(node_id, c.relevance) for node_id, c in found.items()]
+
+    relevance._text_words.cache_clear()
+    plain = relevances(relevance.score_rows(rows, matched, common, idf, len(query), query))
+    for _ in range(2):  # analysed and kept, then read back
+        found = relevance.score_rows(rows, matched, common, idf, len(query), query, texts=kept)
+        assert relevances(found) == plain
+
+
+PRINTABLE_ASCII = st.characters(min_codepoint=32, max_codepoint=126)
+PHRASE_TERMS = st.lists(st.sampled_from(["auth", "token", "a1", "x", "9"]), min_size=2, max_size=3)
+
+
+@given(
+    parts=st.lists(
+        st.one_of(
+            st.sampled_from(["auth", "Token", "A1", "x", "9", "authx"]),
+            st.text(PRINTABLE_ASCII, max_size=4),
+        ),
+        max_size=10,
+    ),
+    terms=PHRASE_TERMS,
+)
+@settings(max_examples=500, deadline=None)
+def test_phrase_as_a_run_of_words_is_the_phrase_pattern(parts: list[str], terms: list[str]) -> None:
+    """In printable ASCII text, the query's terms as consecutive words is what
+    score_rows' phrase pattern finds."""
+    import re
+
+    text = " ".join(parts)
+    pattern = re.compile(
+        r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, terms)) + r"(?![^\W_])", re.I
+    )
+    words = tuple(relevance.words_of(text))
+    assert relevance._holds_run(words, terms) == (pattern.search(text) is not None)
+
+
+@given(
+    row=st.tuples(
+        st.text(max_size=5),
+        st.sampled_from(["fact", "decision"]),
+        st.text(max_size=20),
+        st.text(max_size=10),
+        st.one_of(st.none(), st.text(max_size=10)),
+        st.text(max_size=10),
+        st.floats(allow_nan=False),
+        st.integers(min_value=0),
+        st.integers(min_value=1),
+    ),
+    score=st.floats(min_value=0, max_value=1),
+)
+@settings(max_examples=100, deadline=None)
+def test_candidate_of_a_row_is_the_constructed_candidate(row: NodeRow, score: float) -> None:
+    from nervamem.recall.candidates import candidate_of
+
+    built = Candidate(*row, relevance=score, via="search")
+    made = candidate_of(row, score, "search")
+    assert type(made) is Candidate
+    assert [getattr(made, name) for name in Candidate.__slots__] == [
+        getattr(built, name) for name in Candidate.__slots__
+    ]
