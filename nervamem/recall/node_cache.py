@@ -20,17 +20,17 @@ Rules a reader must not break:
   (tests/core/test_node_cache.py checks the two against each other on arbitrary rows);
   a KnownAt mask (``--known-at``) reads its rows with SQL.
 * Bounded: at most MAX_ROWS rows and MAX_NODES degrees, neighbour and causal lists,
-  the least recently used dropped first: ~800 B a row with its facts, ~25 MB after the
-  peers workload at 100k nodes (32k distinct rows), ~45 MB at the caps
-  (bench/results.md, "Node cache").
+  those not used for longest dropped first (:class:`Recent`): ~800 B a row with its
+  facts, ~25 MB after the peers workload at 100k nodes (32k distinct rows), ~45 MB at
+  the caps (bench/results.md, "Node cache").
 * Who reads it must not change what it returns (lists and rows are the cache's own).
 """
 
 from __future__ import annotations
 
 import weakref
-from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
+from itertools import islice
 from sys import intern
 from typing import TYPE_CHECKING, TypeVar, cast
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ..storage.engine import Storage
     from ..storage.sqlite import Storage as SQLiteStorage
 
+K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 MAX_ROWS = 32_768
@@ -51,6 +52,48 @@ CachedRow = tuple[str, str, str, str, str | None, str, float, int, int, str, int
 CACHED_COLUMNS_TAIL = ", n.namespace, n.tombstoned"
 
 
+class Recent(dict[K, V]):
+    """A dict that drops what was not used for longest (the CLOCK approximation of LRU):
+    :meth:`move_to_end` only marks a key as used; :meth:`evict` walks the oldest
+    entries, moves the used ones to the end (unmarked) and drops the others, in a batch.
+
+    Not an OrderedDict: when one grows past a size (5,461, 10,922, 21,845 entries ...)
+    or has churned through its free slots, it rebuilds its linked list by looking up
+    every key: 13-28 ms in the middle of one recall at 100k nodes (bench/results.md,
+    "First recall"). A plain dict's resize copies its entries and their stored hashes.
+    """
+
+    __slots__ = ("used",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used: set[K] = set()
+
+    def move_to_end(self, key: K) -> None:
+        """Mark ``key`` as used (the name of OrderedDict's, which callers use)."""
+        self.used.add(key)
+
+    def clear(self) -> None:
+        super().clear()
+        self.used.clear()
+
+    def evict(self, limit: int) -> list[V]:
+        """Above ``limit`` entries: drop down to 7/8 of it (room for the next recalls'
+        entries without a batch each), the entries not used since the last eviction
+        first; the values dropped."""
+        dropped: list[V] = []
+        keep = limit - limit // 8
+        used = self.used
+        while len(self) > keep:
+            for key in list(islice(self, len(self) - keep)):
+                if key in used:
+                    used.discard(key)
+                    self[key] = self.pop(key)  # a second chance: to the end
+                else:
+                    dropped.append(self.pop(key))
+        return dropped
+
+
 class NodeFacts:
     """The cache of one Storage (see the module's rules)."""
 
@@ -58,11 +101,11 @@ class NodeFacts:
 
     def __init__(self) -> None:
         self.generation: tuple[int, int, int] | None = None
-        self.rows: OrderedDict[int, CachedRow] = OrderedDict()  # by seq
+        self.rows: Recent[int, CachedRow] = Recent()  # by seq
         self.ids: dict[str, int] = {}  # seq of each cached row's ID
-        self.degree: OrderedDict[str, int] = OrderedDict()
-        self.neighbours: OrderedDict[str, list[str]] = OrderedDict()
-        self.causal: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self.degree: Recent[str, int] = Recent()
+        self.neighbours: Recent[str, list[str]] = Recent()
+        self.causal: Recent[str, tuple[str, ...]] = Recent()
 
     def clear(self) -> None:
         self.rows.clear()
@@ -89,30 +132,31 @@ class NodeFacts:
         rows = self.rows
         rows[row[8]] = row
         self.ids[row[0]] = row[8]
-        while len(rows) > MAX_ROWS:
-            _, dropped = rows.popitem(last=False)
-            del self.ids[dropped[0]]
+        if len(rows) > MAX_ROWS:
+            for dropped in rows.evict(MAX_ROWS):
+                del self.ids[dropped[0]]
 
 
-def held(table: OrderedDict[str, V], ids: Iterable[str]) -> tuple[dict[str, V], list[str]]:
+def held(table: Recent[str, V], ids: Iterable[str]) -> tuple[dict[str, V], list[str]]:
     """The degrees, neighbour lists or causal lists that ``table`` holds for ``ids``
-    (marked as just used), and the IDs it holds none for, in their order."""
+    (marked as used), and the IDs it holds none for, in their order."""
     known: dict[str, V] = {}
     unknown: list[str] = []
+    used = table.used.add
     for node_id in ids:
         value = table.get(node_id)
         if value is None:
             unknown.append(node_id)
         else:
-            table.move_to_end(node_id)
+            used(node_id)
             known[node_id] = value
     return known, unknown
 
 
-def keep_fact(table: OrderedDict[str, V], node_id: str, value: V) -> None:
+def keep_fact(table: Recent[str, V], node_id: str, value: V) -> None:
     table[node_id] = value
-    while len(table) > MAX_NODES:
-        table.popitem(last=False)
+    if len(table) > MAX_NODES:
+        table.evict(MAX_NODES)
 
 
 _caches: weakref.WeakKeyDictionary[object, NodeFacts] = weakref.WeakKeyDictionary()

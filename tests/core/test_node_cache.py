@@ -349,3 +349,53 @@ def test_admits_agrees_with_the_sql_mask(
         ).fetchall()
     by_twin = {row[8] for row in cached if node_cache.admits(row, namespace, as_of, kinds)}
     assert by_twin == by_sql
+
+
+# ------------------------------------------------------------------ bounded tables
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["put", "use"]), st.integers(min_value=0, max_value=40)),
+        max_size=300,
+    ),
+    st.integers(min_value=1, max_value=24),
+)
+def test_recent_stays_bounded_and_drops_what_was_not_used_first(
+    steps: list[tuple[str, int]], limit: int
+) -> None:
+    table: node_cache.Recent[int, str] = node_cache.Recent()
+    model: dict[int, str] = {}  # what the table must hold, but for what it dropped
+    for step, key in steps:
+        if step == "put":
+            table[key] = model[key] = f"v{key}"
+            if len(table) > limit:
+                used_before = set(table.used)
+                unused_before = [k for k in table if k not in used_before]
+                dropped = table.evict(limit)
+                assert len(table) == limit - limit // 8
+                # Nothing used since the last eviction goes while an unused entry stays.
+                if any(v == f"v{k}" for k in used_before for v in dropped):
+                    assert all(k not in table for k in unused_before)
+                for value in dropped:
+                    del model[int(value[1:])]
+        elif key in table:
+            table.move_to_end(key)
+        assert dict(table) == model
+        assert table.used <= set(table)
+
+
+def test_rows_beyond_the_cap_are_dropped_with_their_ids(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(node_cache, "MAX_ROWS", 16)
+    facts = node_cache.NodeFacts()
+    for seq in range(1, 60):
+        if seq % 3 == 0:
+            facts.rows.move_to_end(1)  # one row in use all along
+        facts.keep_row(
+            (f"f{seq:04d}", "fact", "x", "2026", None, "2026", 1.0, 0, seq, "default", 0)
+        )
+        assert len(facts.rows) <= 16
+        assert facts.ids == {row[0]: seq_ for seq_, row in facts.rows.items()}
+    assert 1 in facts.rows
