@@ -34,6 +34,7 @@ from itertools import islice
 from sys import intern
 from typing import TYPE_CHECKING, TypeVar, cast
 
+from .. import nodes
 from ..storage.engine import SQLITE
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ class Recent(dict[K, V]):
 class NodeFacts:
     """The cache of one Storage (see the module's rules)."""
 
-    __slots__ = ("causal", "degree", "generation", "ids", "neighbours", "rows")
+    __slots__ = ("causal", "degree", "generation", "ids", "neighbours", "rows", "short")
 
     def __init__(self) -> None:
         self.generation: tuple[int, int, int] | None = None
@@ -106,6 +107,7 @@ class NodeFacts:
         self.degree: Recent[str, int] = Recent()
         self.neighbours: Recent[str, list[str]] = Recent()
         self.causal: Recent[str, tuple[str, ...]] = Recent()
+        self.short: Recent[str, str] = Recent()  # short ID by ID: see short_ids()
 
     def clear(self) -> None:
         self.rows.clear()
@@ -113,6 +115,7 @@ class NodeFacts:
         self.degree.clear()
         self.neighbours.clear()
         self.causal.clear()
+        self.short.clear()
 
     def keep_row(self, row: CachedRow) -> None:
         node_id, kind, content, valid_from, valid_until, recorded_at = row[:6]
@@ -220,3 +223,22 @@ def admits(row: CachedRow, namespace: str, as_of: str | None, kinds: Sequence[st
     if as_of is None:
         return valid_until is None
     return row[3] <= as_of and (valid_until is None or valid_until > as_of)
+
+
+# ---------------------------------------------------------------- short IDs (issue 21)
+
+
+def short_ids(storage: Storage, facts: NodeFacts | None, ids: Sequence[str]) -> dict[str, str]:
+    """nodes.short_ids of ``ids``, those ``facts`` holds not read again. A short ID
+    depends only on which nodes the store holds (the random parts next to its own, in
+    every namespace): only an insert or a purge changes one, and either starts a new
+    generation. A recall shows ~20 of them, ~0.1-0.3 ms of index seeks."""
+    if facts is None:
+        return nodes.short_ids(storage, ids)
+    known, unknown = held(facts.short, ids)
+    if unknown:
+        found = nodes.short_ids(storage, unknown)
+        for node_id, short in found.items():
+            keep_fact(facts.short, node_id, short)
+        known.update(found)
+    return known

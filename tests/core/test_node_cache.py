@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nervamem import MemoryStore
+from nervamem import MemoryStore, nodes
 from nervamem.errors import NervamemError
 from nervamem.recall import api, node_cache
 from nervamem.recall.candidates import NODE_COLUMNS
@@ -82,6 +82,26 @@ def test_a_second_recall_reads_no_node_row_again(
     assert not [s for s in statements if "FROM mem_nodes n WHERE n.seq IN" in s]
     assert not [s for s in statements if "FROM mem_degree" in s]
     assert [i.id for i in again.items] == [i.id for i in first.items]
+
+
+@sqlite_only
+def test_short_ids_are_looked_up_once_a_generation(
+    store: MemoryStore, filled: dict[str, str]
+) -> None:
+    first = store.recall("session cache")
+    statements: list[str] = []
+    store.storage.connection.set_trace_callback(statements.append)
+    try:
+        again = store.recall("session cache")
+    finally:
+        store.storage.connection.set_trace_callback(None)
+    assert not [s for s in statements if "LEFT JOIN mem_nodes own" in s]
+    assert [i.short_id for i in again.items] == [i.short_id for i in first.items]
+    store.store("fact", "The session cache keeps its keys warm", entities=["Cache"])
+    after = store.recall("session cache")
+    shown = {i.id: i.short_id for i in after.items}
+    assert len(shown) > len(first.items)
+    assert shown == nodes.short_ids(store.storage, list(shown))
 
 
 # ------------------------------------------------------------------ this store's writes
