@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from nervamem import MemoryStore, nodes
 from nervamem.errors import NervamemError
-from nervamem.recall import api, node_cache
+from nervamem.recall import api, candidates, node_cache
 from nervamem.recall.candidates import NODE_COLUMNS
 from nervamem.recall.mask import mask_sql
 
@@ -102,6 +102,29 @@ def test_short_ids_are_looked_up_once_a_generation(
     shown = {i.id: i.short_id for i in after.items}
     assert len(shown) > len(first.items)
     assert shown == nodes.short_ids(store.storage, list(shown))
+
+
+@sqlite_only
+def test_degrees_by_seq_are_the_views(store: MemoryStore) -> None:
+    # A hub above mem_node_degree's threshold (32 edges), small nodes, and nodes the
+    # cache holds no row of (read through the view by ID).
+    for number in range(40):
+        store.store("fact", f"session cache note {number}", entities=["Cache", f"E{number % 3}"])
+    store.recall("session cache note")
+    facts = facts_of(store)
+    conn = store.storage.connection
+    every = [row[0] for row in conn.execute("SELECT id FROM mem_nodes ORDER BY id")]
+    for node_id in every[::2]:  # rows the cache no longer holds
+        if node_id in facts.ids:
+            del facts.rows[facts.ids.pop(node_id)]
+    assert any(node_id not in facts.ids for node_id in every)
+    assert any(node_id in facts.ids for node_id in every)
+    facts.degree.clear()
+    by_view = candidates.degrees(conn, every)
+    assert max(by_view.values()) > 32
+    cached = candidates.degrees(conn, every, facts)
+    assert {k: v for k, v in cached.items() if v} == by_view
+    assert dict(facts.degree) == {node_id: by_view.get(node_id, 0) for node_id in every}
 
 
 # ------------------------------------------------------------------ this store's writes
