@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from nervamem import MemoryStore, nodes
 from nervamem.errors import NervamemError
-from nervamem.recall import api, candidates, node_cache
+from nervamem.recall import api, candidates, expansion, node_cache
 from nervamem.recall.candidates import NODE_COLUMNS
 from nervamem.recall.mask import mask_sql
 
@@ -125,6 +125,30 @@ def test_degrees_by_seq_are_the_views(store: MemoryStore) -> None:
     cached = candidates.degrees(conn, every, facts)
     assert {k: v for k, v in cached.items() if v} == by_view
     assert dict(facts.degree) == {node_id: by_view.get(node_id, 0) for node_id in every}
+
+
+@sqlite_only
+def test_neighbours_by_seq_are_the_views_with_their_rows(store: MemoryStore) -> None:
+    for number in range(12):
+        store.store("fact", f"session cache note {number}", entities=["Cache", f"E{number % 3}"])
+    store.recall("session cache note")
+    facts = facts_of(store)
+    conn = store.storage.connection
+    every = [row[0] for row in conn.execute("SELECT id FROM mem_nodes ORDER BY id")]
+    for node_id in every[::3]:  # rows the cache no longer holds: read through the view
+        if node_id in facts.ids:
+            del facts.rows[facts.ids.pop(node_id)]
+    facts.neighbours.clear()
+    plain = expansion.neighbours(conn, every)
+    assert any(plain.values())
+    assert expansion.neighbours(conn, every, facts) == plain
+    for seq, row in facts.rows.items():
+        assert (
+            row[:9]
+            == conn.execute(
+                f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.seq = ?", (seq,)
+            ).fetchone()
+        )
 
 
 # ------------------------------------------------------------------ this store's writes
