@@ -16,7 +16,6 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from .. import conflicts
 from ..models import RecallItem, RecallResult
 from ..storage.engine import POSTGRESQL, Connection
 from ..timeparse import format_time, parse_time, to_datetime
@@ -24,7 +23,7 @@ from .access_counts import count_accesses
 from .candidates import Candidate, any_sessions, reasons_of, sessions_of
 from .expansion import expand
 from .mask import KnownAt, mask_sql, until_known_sql
-from .node_cache import NodeFacts, for_recall, short_ids
+from .node_cache import NodeFacts, for_recall, rivals_of, short_ids
 from .packing import pack
 from .questions import damp_questions
 from .scoring import Scored, above_floor, top_k
@@ -243,7 +242,7 @@ def _item_completer(
             chunk = ranked[index : index + size]
             in_session = sessions_of(conn, [s[4] for s in chunk]) if sessions else {}
             why = reasons_of(conn, [s[4].id for s in chunk if s[4].kind == "decision"])
-            rivals = conflicts.rivals(conn, [s[4].id for s in chunk], rival_mask)
+            rivals = rivals_of(conn, facts, [s[4].id for s in chunk], rival_mask)
             until = (
                 {} if known_at is None else _until_known(conn, [s[4].id for s in chunk], known_at)
             )

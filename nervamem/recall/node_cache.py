@@ -34,11 +34,12 @@ from itertools import islice
 from sys import intern
 from typing import TYPE_CHECKING, TypeVar, cast
 
-from .. import nodes
+from .. import conflicts, nodes
 from ..storage.engine import SQLITE
+from ..storage.migrations import EDGE_KIND_CODES
 
 if TYPE_CHECKING:
-    from ..storage.engine import Storage
+    from ..storage.engine import Connection, Storage
     from ..storage.sqlite import Storage as SQLiteStorage
 
 K = TypeVar("K", bound=Hashable)
@@ -98,7 +99,16 @@ class Recent(dict[K, V]):
 class NodeFacts:
     """The cache of one Storage (see the module's rules)."""
 
-    __slots__ = ("causal", "degree", "generation", "ids", "neighbours", "rows", "short")
+    __slots__ = (
+        "causal",
+        "degree",
+        "generation",
+        "ids",
+        "neighbours",
+        "rows",
+        "short",
+        "supersedes",
+    )
 
     def __init__(self) -> None:
         self.generation: tuple[int, int, int] | None = None
@@ -108,6 +118,7 @@ class NodeFacts:
         self.neighbours: Recent[str, list[str]] = Recent()
         self.causal: Recent[str, tuple[str, ...]] = Recent()
         self.short: Recent[str, str] = Recent()  # short ID by ID: see short_ids()
+        self.supersedes: Recent[str, bool] = Recent()  # see rivals()
 
     def clear(self) -> None:
         self.rows.clear()
@@ -116,6 +127,7 @@ class NodeFacts:
         self.neighbours.clear()
         self.causal.clear()
         self.short.clear()
+        self.supersedes.clear()
 
     def keep_row(self, row: CachedRow) -> None:
         node_id, kind, content, valid_from, valid_until, recorded_at = row[:6]
@@ -225,7 +237,7 @@ def admits(row: CachedRow, namespace: str, as_of: str | None, kinds: Sequence[st
     return row[3] <= as_of and (valid_until is None or valid_until > as_of)
 
 
-# ---------------------------------------------------------------- short IDs (issue 21)
+# ------------------------------------- short IDs and rivals of a recall's items (issue 21)
 
 
 def short_ids(storage: Storage, facts: NodeFacts | None, ids: Sequence[str]) -> dict[str, str]:
@@ -242,3 +254,40 @@ def short_ids(storage: Storage, facts: NodeFacts | None, ids: Sequence[str]) -> 
             keep_fact(facts.short, node_id, short)
         known.update(found)
     return known
+
+
+# Which of the nodes (by seq) supersede any node: only those can have a rival.
+_SUCCESSORS = (
+    "SELECT DISTINCT src FROM mem_links "
+    f"WHERE kind = {EDGE_KIND_CODES.index('SUPERSEDES')} AND src IN ({{seqs}})"
+)
+
+
+def rivals_of(
+    conn: Connection, facts: NodeFacts | None, ids: Sequence[str], mask: tuple[str, list[str]]
+) -> dict[str, tuple[str, ...]]:
+    """conflicts.rivals of ``ids`` (rivals that ``mask`` admits), asked only for the
+    nodes that supersede any node: a rival supersedes what the node supersedes. Whether
+    a node supersedes any depends on its edges alone, so ``facts`` keeps it for the
+    generation; which rivals the mask admits changes with the time, so those few nodes'
+    rivals are read on every recall. Nearly every node supersedes nothing: a warm recall
+    reads no rival at all (two statements a recall, ~0.1-0.25 ms at 100k nodes)."""
+    if facts is None:
+        return conflicts.rivals(conn, ids, mask)
+    known, unknown = held(facts.supersedes, ids)
+    if unknown:
+        seq_of = facts.ids.get
+        id_of = {seq: node_id for node_id in unknown if (seq := seq_of(node_id))}
+        if id_of:
+            successors = {
+                id_of[seq]
+                for (seq,) in conn.execute(
+                    _SUCCESSORS.format(seqs=",".join("?" * len(id_of))), list(id_of)
+                )
+            }
+            for node_id in id_of.values():
+                known[node_id] = node_id in successors
+                keep_fact(facts.supersedes, node_id, known[node_id])
+    # Unknown (no cached row, so no seq): asked as before.
+    maybe = [node_id for node_id in ids if known.get(node_id, True)]
+    return conflicts.rivals(conn, maybe, mask) if maybe else {}

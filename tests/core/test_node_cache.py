@@ -85,7 +85,7 @@ def test_a_second_recall_reads_no_node_row_again(
 
 
 @sqlite_only
-def test_short_ids_are_looked_up_once_a_generation(
+def test_short_ids_and_successors_are_looked_up_once_a_generation(
     store: MemoryStore, filled: dict[str, str]
 ) -> None:
     first = store.recall("session cache")
@@ -96,6 +96,8 @@ def test_short_ids_are_looked_up_once_a_generation(
     finally:
         store.storage.connection.set_trace_callback(None)
     assert not [s for s in statements if "LEFT JOIN mem_nodes own" in s]
+    # Nothing here supersedes anything, so no rival is looked up either.
+    assert not [s for s in statements if "'SUPERSEDES'" in s or "FROM mem_links" in s]
     assert [i.short_id for i in again.items] == [i.short_id for i in first.items]
     store.store("fact", "The session cache keeps its keys warm", entities=["Cache"])
     after = store.recall("session cache")
