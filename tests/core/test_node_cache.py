@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from nervamem import MemoryStore, nodes
 from nervamem.errors import NervamemError
+from nervamem.models import RecallResult
 from nervamem.recall import api, candidates, expansion, node_cache
 from nervamem.recall.candidates import NODE_COLUMNS
 from nervamem.recall.mask import mask_sql
@@ -43,6 +44,16 @@ def cached_row_ids(store: MemoryStore) -> set[str]:
 
 def ids_of(store: MemoryStore, query: str, **kwargs: Any) -> list[str]:
     return [item.id for item in store.recall(query, **kwargs).items]
+
+
+def traced_recall(store: MemoryStore, query: str) -> tuple[RecallResult, list[str]]:
+    """A recall and every statement SQLite ran for it."""
+    statements: list[str] = []
+    store.storage.connection.set_trace_callback(statements.append)
+    try:
+        return store.recall(query), statements
+    finally:
+        store.storage.connection.set_trace_callback(None)
 
 
 @pytest.fixture
@@ -73,12 +84,7 @@ def test_a_second_recall_reads_no_node_row_again(
     first = store.recall("session cache")
     cached = cached_row_ids(store)
     assert set(filled.values()) <= cached
-    statements: list[str] = []
-    store.storage.connection.set_trace_callback(statements.append)
-    try:
-        again = store.recall("session cache")
-    finally:
-        store.storage.connection.set_trace_callback(None)
+    again, statements = traced_recall(store, "session cache")
     assert not [s for s in statements if "FROM mem_nodes n WHERE n.seq IN" in s]
     assert not [s for s in statements if "FROM mem_degree" in s]
     assert [i.id for i in again.items] == [i.id for i in first.items]
@@ -89,12 +95,7 @@ def test_short_ids_and_successors_are_looked_up_once_a_generation(
     store: MemoryStore, filled: dict[str, str]
 ) -> None:
     first = store.recall("session cache")
-    statements: list[str] = []
-    store.storage.connection.set_trace_callback(statements.append)
-    try:
-        again = store.recall("session cache")
-    finally:
-        store.storage.connection.set_trace_callback(None)
+    again, statements = traced_recall(store, "session cache")
     assert not [s for s in statements if "LEFT JOIN mem_nodes own" in s]
     # Nothing here supersedes anything, so no rival is looked up either.
     assert not [s for s in statements if "'SUPERSEDES'" in s or "FROM mem_links" in s]
@@ -106,21 +107,27 @@ def test_short_ids_and_successors_are_looked_up_once_a_generation(
     assert shown == nodes.short_ids(store.storage, list(shown))
 
 
-@sqlite_only
-def test_degrees_by_seq_are_the_views(store: MemoryStore) -> None:
-    # A hub above mem_node_degree's threshold (32 edges), small nodes, and nodes the
-    # cache holds no row of (read through the view by ID).
-    for number in range(40):
+def half_cached(store: MemoryStore, notes: int) -> tuple[node_cache.NodeFacts, list[str]]:
+    """``notes`` memories about a shared entity (a hub beyond 32 edges at 40) and three
+    others, recalled, then every other row dropped from the cache (read by ID through
+    the views); the cache and every node ID."""
+    for number in range(notes):
         store.store("fact", f"session cache note {number}", entities=["Cache", f"E{number % 3}"])
     store.recall("session cache note")
     facts = facts_of(store)
-    conn = store.storage.connection
-    every = [row[0] for row in conn.execute("SELECT id FROM mem_nodes ORDER BY id")]
-    for node_id in every[::2]:  # rows the cache no longer holds
+    every = [row[0] for row in store.storage.connection.execute("SELECT id FROM mem_nodes")]
+    for node_id in every[::2]:
         if node_id in facts.ids:
             del facts.rows[facts.ids.pop(node_id)]
     assert any(node_id not in facts.ids for node_id in every)
     assert any(node_id in facts.ids for node_id in every)
+    return facts, every
+
+
+@sqlite_only
+def test_degrees_by_seq_are_the_views(store: MemoryStore) -> None:
+    facts, every = half_cached(store, 40)
+    conn = store.storage.connection
     facts.degree.clear()
     by_view = candidates.degrees(conn, every)
     assert max(by_view.values()) > 32
@@ -131,15 +138,8 @@ def test_degrees_by_seq_are_the_views(store: MemoryStore) -> None:
 
 @sqlite_only
 def test_neighbours_by_seq_are_the_views_with_their_rows(store: MemoryStore) -> None:
-    for number in range(12):
-        store.store("fact", f"session cache note {number}", entities=["Cache", f"E{number % 3}"])
-    store.recall("session cache note")
-    facts = facts_of(store)
+    facts, every = half_cached(store, 12)
     conn = store.storage.connection
-    every = [row[0] for row in conn.execute("SELECT id FROM mem_nodes ORDER BY id")]
-    for node_id in every[::3]:  # rows the cache no longer holds: read through the view
-        if node_id in facts.ids:
-            del facts.rows[facts.ids.pop(node_id)]
     facts.neighbours.clear()
     plain = expansion.neighbours(conn, every)
     assert any(plain.values())
