@@ -35,12 +35,15 @@ def main() -> int:
     args = parser.parse_args()
     bench = Path(__file__).resolve().parent
     sys.path[:0] = [str(args.checkout.resolve()), str(bench)]
-    import latency
-    import peers
-
+    # CHECKOUT's package first: latency.py puts its own checkout on sys.path.
     import nervamem
     import nervamem.recall.api as api
     import nervamem.storage.checkpoint as checkpoint
+
+    if not Path(str(nervamem.__file__)).resolve().is_relative_to(args.checkout.resolve()):
+        raise SystemExit(f"nervamem was imported from {nervamem.__file__}")
+    import latency
+    import peers
 
     spent: dict[str, float] = {}
 
