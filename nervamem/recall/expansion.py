@@ -196,12 +196,18 @@ def neighbours(
     found: dict[str, set[str]] = {node_id: set() for node_id in small}
     rows: dict[str, CachedRow] = {}
     if small and facts is not None:
-        # By seq where the cache holds the node's row, with the neighbours' rows.
+        # By seq where the cache holds the node's row, with the neighbours' rows, and
+        # their causal links (CAUSAL_EDGES are among EXPANSION_EDGES) for causal_pairs.
         id_of = {seq: node_id for node_id in small if (seq := facts.ids.get(node_id))}
         if id_of:
-            for seq, row in neighbour_rows(conn, list(id_of), EXPANSION_EDGES):
+            causal: dict[str, list[str]] = {node_id: [] for node_id in id_of.values()}
+            for seq, kind, row in neighbour_rows(conn, list(id_of), EXPANSION_EDGES):
                 found[id_of[seq]].add(row[0])
                 rows[row[0]] = row
+                if kind in CAUSAL_EDGES:
+                    causal[id_of[seq]].append(row[0])
+            for node_id, others in causal.items():
+                keep_fact(facts.causal, node_id, tuple(others))
             small = [node_id for node_id in small if node_id not in facts.ids]
     if small:
         marks = ",".join("?" * len(small))

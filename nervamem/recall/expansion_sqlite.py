@@ -98,19 +98,19 @@ def newest_neighbours(
 # without the view's seek of the ID index a node, and the rows expansion reads next in
 # the same pass (the join reads each neighbour's row for its ID anyway).
 _AROUND = (
-    f"SELECT l.src, {NODE_COLUMNS}{CACHED_COLUMNS_TAIL} FROM mem_links l "
+    f"SELECT l.src, l.kind, {NODE_COLUMNS}{CACHED_COLUMNS_TAIL} FROM mem_links l "
     "JOIN mem_nodes n ON n.seq = l.dst WHERE l.src IN ({seqs}) AND l.kind IN ({kinds}) "
-    f"UNION ALL SELECT l.dst, {NODE_COLUMNS}{CACHED_COLUMNS_TAIL} FROM mem_links l "
+    f"UNION ALL SELECT l.dst, l.kind, {NODE_COLUMNS}{CACHED_COLUMNS_TAIL} FROM mem_links l "
     "JOIN mem_nodes n ON n.seq = l.src WHERE l.dst IN ({seqs}) AND l.kind IN ({kinds})"
 )
 
 
 def neighbour_rows(
     conn: Connection, seqs: Sequence[int], edge_kinds: Sequence[str]
-) -> Iterable[tuple[int, CachedRow]]:
-    """(node seq, neighbour's row) for every edge of ``edge_kinds`` of the nodes
-    ``seqs``, both directions."""
+) -> Iterable[tuple[int, str, CachedRow]]:
+    """(node seq, edge kind, neighbour's row) for every edge of ``edge_kinds`` of the
+    nodes ``seqs``, both directions."""
     kinds = ",".join(str(EDGE_KIND_CODES.index(kind)) for kind in edge_kinds)
     marks = ",".join("?" * len(seqs))
-    for seq, *row in conn.execute(_AROUND.format(seqs=marks, kinds=kinds), [*seqs, *seqs]):
-        yield seq, tuple(row)
+    for seq, code, *row in conn.execute(_AROUND.format(seqs=marks, kinds=kinds), [*seqs, *seqs]):
+        yield seq, EDGE_KIND_CODES[code], tuple(row)

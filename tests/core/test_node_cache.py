@@ -138,12 +138,19 @@ def test_degrees_by_seq_are_the_views(store: MemoryStore) -> None:
 
 @sqlite_only
 def test_neighbours_by_seq_are_the_views_with_their_rows(store: MemoryStore) -> None:
+    cause = store.store("action", "Rotated the session cache keys")
+    store.store("fact", "The session cache logged everyone out", caused_by=[cause])
+    store.store("fact", "A note derived from the cache", derived_from=[cause])
     facts, every = half_cached(store, 12)
     conn = store.storage.connection
     facts.neighbours.clear()
+    facts.causal.clear()
     plain = expansion.neighbours(conn, every)
     assert any(plain.values())
     assert expansion.neighbours(conn, every, facts) == plain
+    causal = expansion.causal_pairs(conn, every)
+    assert len(causal) == 4
+    assert expansion.causal_pairs(conn, every, facts) == causal
     for seq, row in facts.rows.items():
         assert (
             row[:9]
