@@ -16,7 +16,6 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from .. import conflicts, nodes
 from ..models import RecallItem, RecallResult
 from ..storage.engine import POSTGRESQL, Connection
 from ..timeparse import format_time, parse_time, to_datetime
@@ -24,7 +23,7 @@ from .access_counts import count_accesses
 from .candidates import Candidate, any_sessions, reasons_of, sessions_of
 from .expansion import expand
 from .mask import KnownAt, mask_sql, until_known_sql
-from .node_cache import for_recall
+from .node_cache import NodeFacts, for_recall, rivals_of, short_ids
 from .packing import pack
 from .questions import damp_questions
 from .scoring import Scored, above_floor, top_k
@@ -137,7 +136,13 @@ def run_recall(
         budget_tokens,
         counter,
         _item_completer(
-            storage, ranked, mask, known_at_text, sessions=in_sessions, budget=budget_tokens
+            storage,
+            ranked,
+            mask,
+            known_at_text,
+            sessions=in_sessions,
+            budget=budget_tokens,
+            facts=facts,
         ),
     )
     count_accesses(storage, [item.id for item in chosen])
@@ -213,6 +218,7 @@ def _item_completer(
     *,
     sessions: bool = True,
     budget: int,
+    facts: NodeFacts | None = None,
 ) -> Callable[[int], RecallItem]:
     """The item of ``ranked[i]``, for packing. Sessions and short IDs (index lookups) only
     for what packing may show: it asks for an item when its content is new and could
@@ -220,7 +226,8 @@ def _item_completer(
     at a time (on a server COMPLETE_CHUNK_OF at a time).
     With ``known_at``, an item's valid_until is the one known then (supersessions
     recorded later left out). ``sessions`` False: the store has none
-    (candidates.any_sessions), none is looked up."""
+    (candidates.any_sessions), none is looked up. Short IDs that ``facts`` (the node
+    cache) holds are not looked up again."""
     conn = storage.connection
     # The lookups of each index's chunk; an item is built only when packing asks for
     # it (it shows about half of what a chunk looks up).
@@ -235,12 +242,13 @@ def _item_completer(
             chunk = ranked[index : index + size]
             in_session = sessions_of(conn, [s[4] for s in chunk]) if sessions else {}
             why = reasons_of(conn, [s[4].id for s in chunk if s[4].kind == "decision"])
-            rivals = conflicts.rivals(conn, [s[4].id for s in chunk], rival_mask)
+            rivals = rivals_of(conn, facts, [s[4].id for s in chunk], rival_mask)
             until = (
                 {} if known_at is None else _until_known(conn, [s[4].id for s in chunk], known_at)
             )
-            short = nodes.short_ids(
+            short = short_ids(
                 storage,
+                facts,
                 [
                     *(s[4].id for s in chunk),
                     *in_session.values(),

@@ -110,16 +110,35 @@ def among(conn: Connection, column: str, ids: Sequence[str]) -> tuple[str, list[
     return f"{column} IN ({','.join('?' * len(ids))})", list(ids)
 
 
+# SQLite (m007): the mem_degree view's value for each node seq of a JSON array, read
+# from mem_node_degree and mem_links alone. The view, asked by ID, first seeks the ID
+# index for every node: by seq ~0.35 ms instead of ~0.8 for 166 nodes that are not in
+# SQLite's page cache yet (a query's first recall at 100k nodes).
+_DEGREE_BY_SEQ = (
+    "SELECT s.value, coalesce((SELECT g.degree FROM mem_node_degree g WHERE g.seq = s.value), "
+    "(SELECT count(*) FROM mem_links WHERE src = s.value) + "
+    "(SELECT count(*) FROM mem_links WHERE dst = s.value)) FROM json_each(?) s"
+)
+
+
 def degrees(conn: Connection, ids: Iterable[str], facts: NodeFacts | None = None) -> dict[str, int]:
     """Number of edges of each node, both directions, every kind (missing: none). Read
     from mem_degree, which triggers keep equal to the count of mem_edges rows: counting
     them here would read every edge of a hub entity on every recall. With ``facts``
-    (recall/node_cache.py), only the degrees it does not hold yet are read."""
+    (recall/node_cache.py, SQLite), only the degrees it does not hold yet are read, by
+    seq for the nodes whose row it holds."""
     counts: dict[str, int] = {}
-    id_list = list(ids)
+    id_list = unknown = list(ids)
     if facts is not None:
         counts, unknown = held(facts.degree, id_list)
-        id_list = list(dict.fromkeys(unknown))
+        id_list = unknown = list(dict.fromkeys(unknown))
+        seq_of = facts.ids.get
+        by_seq = {seq: node_id for node_id in unknown if (seq := seq_of(node_id)) is not None}
+        if by_seq:
+            seqs = "[" + ",".join(map(str, by_seq)) + "]"
+            for seq, count in conn.execute(_DEGREE_BY_SEQ, (seqs,)):
+                counts[by_seq[seq]] = count
+            id_list = [node_id for node_id in unknown if seq_of(node_id) is None]
     for start in range(0, len(id_list), 500):
         where, parameters = among(conn, "node_id", id_list[start : start + 500])
         for node_id, count in conn.execute(
@@ -127,7 +146,7 @@ def degrees(conn: Connection, ids: Iterable[str], facts: NodeFacts | None = None
         ):
             counts[node_id] = count
     if facts is not None:
-        for node_id in id_list:
+        for node_id in unknown:
             keep_fact(facts.degree, node_id, counts.get(node_id, 0))
     return counts
 

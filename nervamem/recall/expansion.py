@@ -14,9 +14,9 @@ from operator import attrgetter
 
 from ..storage.engine import POSTGRESQL, Connection, dialect_of
 from .candidates import NODE_COLUMNS, Candidate, NodeRow, among, cached_rows, degrees
-from .expansion_sqlite import newest_neighbours
+from .expansion_sqlite import neighbour_rows, newest_neighbours
 from .mask import KnownAt, mask_sql
-from .node_cache import NodeFacts, held, keep_fact
+from .node_cache import CachedRow, NodeFacts, held, keep_fact
 
 EXPANSION_DECAY = 0.6
 # A cause or effect of a candidate (CAUSED, DERIVED_FROM) inherits CAUSAL_DECAY of its
@@ -194,6 +194,21 @@ def neighbours(
     degree = degrees(conn, ids, facts)
     small = [node_id for node_id in dict.fromkeys(ids) if degree.get(node_id, 0) <= BATCH_DEGREE]
     found: dict[str, set[str]] = {node_id: set() for node_id in small}
+    rows: dict[str, CachedRow] = {}
+    if small and facts is not None:
+        # By seq where the cache holds the node's row, with the neighbours' rows, and
+        # their causal links (CAUSAL_EDGES are among EXPANSION_EDGES) for causal_pairs.
+        id_of = {seq: node_id for node_id in small if (seq := facts.ids.get(node_id))}
+        if id_of:
+            causal: dict[str, list[str]] = {node_id: [] for node_id in id_of.values()}
+            for seq, kind, row in neighbour_rows(conn, list(id_of), EXPANSION_EDGES):
+                found[id_of[seq]].add(row[0])
+                rows[row[0]] = row
+                if kind in CAUSAL_EDGES:
+                    causal[id_of[seq]].append(row[0])
+            for node_id, others in causal.items():
+                keep_fact(facts.causal, node_id, tuple(others))
+            small = [node_id for node_id in small if node_id not in facts.ids]
     if small:
         marks = ",".join("?" * len(small))
         kinds = ",".join(f"'{kind}'" for kind in EXPANSION_EDGES)
@@ -223,6 +238,9 @@ def neighbours(
     if facts is not None:
         for node_id, near in result.items():
             keep_fact(facts.neighbours, node_id, near)
+            for neighbour in near:  # the rows expansion asks the cache for next
+                if neighbour in rows and neighbour not in facts.ids:
+                    facts.keep_row(rows[neighbour])
         result.update(known)
     return result
 

@@ -18,11 +18,13 @@ NEIGHBOURS_SQL's."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from math import isqrt
 
 from ..storage.engine import Connection
 from ..storage.migrations import EDGE_KIND_CODES
+from .candidates import NODE_COLUMNS
+from .node_cache import CACHED_COLUMNS_TAIL, CachedRow
 
 # The walk checks each row with one seek per direction that has edges: the row's own
 # edges (few: a memory's entities) by the primary key, its incoming edges (few but on
@@ -89,3 +91,26 @@ def newest_neighbours(
             return sorted(found, reverse=True)
     every = [found_id for (found_id,) in conn.execute(_ALL.format(kinds=kinds), {"seq": seq})]
     return sorted(every, reverse=True)[:fanout]
+
+
+# The neighbours of small nodes by their seqs, with each neighbour's row as the node
+# cache keeps it (candidates.cached_rows): what ``mem_edges WHERE src IN (ids)`` finds,
+# without the view's seek of the ID index a node, and the rows expansion reads next in
+# the same pass (the join reads each neighbour's row for its ID anyway).
+_AROUND = (
+    f"SELECT l.src, l.kind, {NODE_COLUMNS}{CACHED_COLUMNS_TAIL} FROM mem_links l "
+    "JOIN mem_nodes n ON n.seq = l.dst WHERE l.src IN ({seqs}) AND l.kind IN ({kinds}) "
+    f"UNION ALL SELECT l.dst, l.kind, {NODE_COLUMNS}{CACHED_COLUMNS_TAIL} FROM mem_links l "
+    "JOIN mem_nodes n ON n.seq = l.src WHERE l.dst IN ({seqs}) AND l.kind IN ({kinds})"
+)
+
+
+def neighbour_rows(
+    conn: Connection, seqs: Sequence[int], edge_kinds: Sequence[str]
+) -> Iterable[tuple[int, str, CachedRow]]:
+    """(node seq, edge kind, neighbour's row) for every edge of ``edge_kinds`` of the
+    nodes ``seqs``, both directions."""
+    kinds = ",".join(str(EDGE_KIND_CODES.index(kind)) for kind in edge_kinds)
+    marks = ",".join("?" * len(seqs))
+    for seq, code, *row in conn.execute(_AROUND.format(seqs=marks, kinds=kinds), [*seqs, *seqs]):
+        yield seq, EDGE_KIND_CODES[code], tuple(row)

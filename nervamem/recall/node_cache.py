@@ -20,27 +20,30 @@ Rules a reader must not break:
   (tests/core/test_node_cache.py checks the two against each other on arbitrary rows);
   a KnownAt mask (``--known-at``) reads its rows with SQL.
 * Bounded: at most MAX_ROWS rows and MAX_NODES degrees, neighbour and causal lists,
-  the least recently used dropped first: ~800 B a row with its facts, ~25 MB after the
-  peers workload at 100k nodes (32k distinct rows), ~45 MB at the caps
-  (bench/results.md, "Node cache"); what search reads again (SearchFacts: the scored
-  texts' words, the key terms' postings) ~13 MB more there, ~35 MB at its caps.
+  those not used for longest dropped first (:class:`Recent`): ~800 B a row with its
+  facts, ~25 MB after the peers workload at 100k nodes (32k distinct rows), ~45 MB at
+  the caps (bench/results.md, "Node cache"); what search reads again (SearchFacts: the
+  scored texts' words, the key terms' postings) ~13 MB more there, ~35 MB at its caps.
 * Who reads it must not change what it returns (lists and rows are the cache's own).
 """
 
 from __future__ import annotations
 
 import weakref
-from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
+from itertools import islice
 from sys import intern
 from typing import TYPE_CHECKING, TypeVar, cast
 
+from .. import conflicts, nodes
 from ..storage.engine import SQLITE
+from ..storage.migrations import EDGE_KIND_CODES
 
 if TYPE_CHECKING:
-    from ..storage.engine import Storage
+    from ..storage.engine import Connection, Storage
     from ..storage.sqlite import Storage as SQLiteStorage
 
+K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 MAX_ROWS = 32_768
@@ -52,18 +55,72 @@ CachedRow = tuple[str, str, str, str, str | None, str, float, int, int, str, int
 CACHED_COLUMNS_TAIL = ", n.namespace, n.tombstoned"
 
 
+class Recent(dict[K, V]):
+    """A dict that drops what was not used for longest (the CLOCK approximation of LRU):
+    :meth:`move_to_end` only marks a key as used; :meth:`evict` walks the oldest
+    entries, moves the used ones to the end (unmarked) and drops the others, in a batch.
+
+    Not an OrderedDict: when one grows past a size (5,461, 10,922, 21,845 entries ...)
+    or has churned through its free slots, it rebuilds its linked list by looking up
+    every key: 13-28 ms in the middle of one recall at 100k nodes (bench/results.md,
+    "First recall"). A plain dict's resize copies its entries and their stored hashes.
+    """
+
+    __slots__ = ("used",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used: set[K] = set()
+
+    def move_to_end(self, key: K) -> None:
+        """Mark ``key`` as used (the name of OrderedDict's, which callers use)."""
+        self.used.add(key)
+
+    def clear(self) -> None:
+        super().clear()
+        self.used.clear()
+
+    def evict(self, limit: int) -> list[V]:
+        """Above ``limit`` entries: drop down to 7/8 of it (room for the next recalls'
+        entries without a batch each), the entries not used since the last eviction
+        first; the values dropped."""
+        dropped: list[V] = []
+        keep = limit - limit // 8
+        used = self.used
+        while len(self) > keep:
+            for key in list(islice(self, len(self) - keep)):
+                if key in used:
+                    used.discard(key)
+                    self[key] = self.pop(key)  # a second chance: to the end
+                else:
+                    dropped.append(self.pop(key))
+        return dropped
+
+
 class NodeFacts:
     """The cache of one Storage (see the module's rules)."""
 
-    __slots__ = ("causal", "degree", "generation", "ids", "neighbours", "rows", "search")
+    __slots__ = (
+        "causal",
+        "degree",
+        "generation",
+        "ids",
+        "neighbours",
+        "rows",
+        "search",
+        "short",
+        "supersedes",
+    )
 
     def __init__(self) -> None:
         self.generation: tuple[int, int, int] | None = None
-        self.rows: OrderedDict[int, CachedRow] = OrderedDict()  # by seq
+        self.rows: Recent[int, CachedRow] = Recent()  # by seq
         self.ids: dict[str, int] = {}  # seq of each cached row's ID
-        self.degree: OrderedDict[str, int] = OrderedDict()
-        self.neighbours: OrderedDict[str, list[str]] = OrderedDict()
-        self.causal: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self.degree: Recent[str, int] = Recent()
+        self.neighbours: Recent[str, list[str]] = Recent()
+        self.causal: Recent[str, tuple[str, ...]] = Recent()
+        self.short: Recent[str, str] = Recent()  # short ID by ID: see short_ids()
+        self.supersedes: Recent[str, bool] = Recent()  # see rivals()
         self.search = SearchFacts()  # scored rows' words, term postings (see there)
 
     def clear(self) -> None:
@@ -73,6 +130,8 @@ class NodeFacts:
         self.neighbours.clear()
         self.causal.clear()
         self.search.clear()
+        self.short.clear()
+        self.supersedes.clear()
 
     def keep_row(self, row: CachedRow) -> None:
         node_id, kind, content, valid_from, valid_until, recorded_at = row[:6]
@@ -92,30 +151,31 @@ class NodeFacts:
         rows = self.rows
         rows[row[8]] = row
         self.ids[row[0]] = row[8]
-        while len(rows) > MAX_ROWS:
-            _, dropped = rows.popitem(last=False)
-            del self.ids[dropped[0]]
+        if len(rows) > MAX_ROWS:
+            for dropped in rows.evict(MAX_ROWS):
+                del self.ids[dropped[0]]
 
 
-def held(table: OrderedDict[str, V], ids: Iterable[str]) -> tuple[dict[str, V], list[str]]:
+def held(table: Recent[str, V], ids: Iterable[str]) -> tuple[dict[str, V], list[str]]:
     """The degrees, neighbour lists or causal lists that ``table`` holds for ``ids``
-    (marked as just used), and the IDs it holds none for, in their order."""
+    (marked as used), and the IDs it holds none for, in their order."""
     known: dict[str, V] = {}
     unknown: list[str] = []
+    used = table.used.add
     for node_id in ids:
         value = table.get(node_id)
         if value is None:
             unknown.append(node_id)
         else:
-            table.move_to_end(node_id)
+            used(node_id)
             known[node_id] = value
     return known, unknown
 
 
-def keep_fact(table: OrderedDict[str, V], node_id: str, value: V) -> None:
+def keep_fact(table: Recent[str, V], node_id: str, value: V) -> None:
     table[node_id] = value
-    while len(table) > MAX_NODES:
-        table.popitem(last=False)
+    if len(table) > MAX_NODES:
+        table.evict(MAX_NODES)
 
 
 _caches: weakref.WeakKeyDictionary[object, NodeFacts] = weakref.WeakKeyDictionary()
@@ -240,3 +300,59 @@ class SearchFacts:
         postings[term] = rows
         while self.posting_rows > MAX_POSTING_ROWS or len(postings) > MAX_NODES:
             self.posting_rows -= len(postings.pop(next(iter(postings))) or ())
+
+
+# ------------------------------------- short IDs and rivals of a recall's items (issue 21)
+
+
+def short_ids(storage: Storage, facts: NodeFacts | None, ids: Sequence[str]) -> dict[str, str]:
+    """nodes.short_ids of ``ids``, those ``facts`` holds not read again. A short ID
+    depends only on which nodes the store holds (the random parts next to its own, in
+    every namespace): only an insert or a purge changes one, and either starts a new
+    generation. A recall shows ~20 of them, ~0.1-0.3 ms of index seeks."""
+    if facts is None:
+        return nodes.short_ids(storage, ids)
+    known, unknown = held(facts.short, ids)
+    if unknown:
+        found = nodes.short_ids(storage, unknown)
+        for node_id, short in found.items():
+            keep_fact(facts.short, node_id, short)
+        known.update(found)
+    return known
+
+
+# Which of the nodes (by seq) supersede any node: only those can have a rival.
+_SUCCESSORS = (
+    "SELECT DISTINCT src FROM mem_links "
+    f"WHERE kind = {EDGE_KIND_CODES.index('SUPERSEDES')} AND src IN ({{seqs}})"
+)
+
+
+def rivals_of(
+    conn: Connection, facts: NodeFacts | None, ids: Sequence[str], mask: tuple[str, list[str]]
+) -> dict[str, tuple[str, ...]]:
+    """conflicts.rivals of ``ids`` (rivals that ``mask`` admits), asked only for the
+    nodes that supersede any node: a rival supersedes what the node supersedes. Whether
+    a node supersedes any depends on its edges alone, so ``facts`` keeps it for the
+    generation; which rivals the mask admits changes with the time, so those few nodes'
+    rivals are read on every recall. Nearly every node supersedes nothing: a warm recall
+    reads no rival at all (two statements a recall, ~0.1-0.25 ms at 100k nodes)."""
+    if facts is None:
+        return conflicts.rivals(conn, ids, mask)
+    known, unknown = held(facts.supersedes, ids)
+    if unknown:
+        seq_of = facts.ids.get
+        id_of = {seq: node_id for node_id in unknown if (seq := seq_of(node_id))}
+        if id_of:
+            successors = {
+                id_of[seq]
+                for (seq,) in conn.execute(
+                    _SUCCESSORS.format(seqs=",".join("?" * len(id_of))), list(id_of)
+                )
+            }
+            for node_id in id_of.values():
+                known[node_id] = node_id in successors
+                keep_fact(facts.supersedes, node_id, known[node_id])
+    # Unknown (no cached row, so no seq): asked as before.
+    maybe = [node_id for node_id in ids if known.get(node_id, True)]
+    return conflicts.rivals(conn, maybe, mask) if maybe else {}

@@ -20,9 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nervamem import MemoryStore
+from nervamem import MemoryStore, nodes
 from nervamem.errors import NervamemError
-from nervamem.recall import api, node_cache
+from nervamem.models import RecallResult
+from nervamem.recall import api, candidates, expansion, node_cache
 from nervamem.recall.candidates import NODE_COLUMNS
 from nervamem.recall.mask import mask_sql
 
@@ -43,6 +44,16 @@ def cached_row_ids(store: MemoryStore) -> set[str]:
 
 def ids_of(store: MemoryStore, query: str, **kwargs: Any) -> list[str]:
     return [item.id for item in store.recall(query, **kwargs).items]
+
+
+def traced_recall(store: MemoryStore, query: str) -> tuple[RecallResult, list[str]]:
+    """A recall and every statement SQLite ran for it."""
+    statements: list[str] = []
+    store.storage.connection.set_trace_callback(statements.append)
+    try:
+        return store.recall(query), statements
+    finally:
+        store.storage.connection.set_trace_callback(None)
 
 
 @pytest.fixture
@@ -73,15 +84,80 @@ def test_a_second_recall_reads_no_node_row_again(
     first = store.recall("session cache")
     cached = cached_row_ids(store)
     assert set(filled.values()) <= cached
-    statements: list[str] = []
-    store.storage.connection.set_trace_callback(statements.append)
-    try:
-        again = store.recall("session cache")
-    finally:
-        store.storage.connection.set_trace_callback(None)
+    again, statements = traced_recall(store, "session cache")
     assert not [s for s in statements if "FROM mem_nodes n WHERE n.seq IN" in s]
     assert not [s for s in statements if "FROM mem_degree" in s]
     assert [i.id for i in again.items] == [i.id for i in first.items]
+
+
+@sqlite_only
+def test_short_ids_and_successors_are_looked_up_once_a_generation(
+    store: MemoryStore, filled: dict[str, str]
+) -> None:
+    first = store.recall("session cache")
+    again, statements = traced_recall(store, "session cache")
+    assert not [s for s in statements if "LEFT JOIN mem_nodes own" in s]
+    # Nothing here supersedes anything, so no rival is looked up either.
+    assert not [s for s in statements if "'SUPERSEDES'" in s or "FROM mem_links" in s]
+    assert [i.short_id for i in again.items] == [i.short_id for i in first.items]
+    store.store("fact", "The session cache keeps its keys warm", entities=["Cache"])
+    after = store.recall("session cache")
+    shown = {i.id: i.short_id for i in after.items}
+    assert len(shown) > len(first.items)
+    assert shown == nodes.short_ids(store.storage, list(shown))
+
+
+def half_cached(store: MemoryStore, notes: int) -> tuple[node_cache.NodeFacts, list[str]]:
+    """``notes`` memories about a shared entity (a hub beyond 32 edges at 40) and three
+    others, recalled, then every other row dropped from the cache (read by ID through
+    the views); the cache and every node ID."""
+    for number in range(notes):
+        store.store("fact", f"session cache note {number}", entities=["Cache", f"E{number % 3}"])
+    store.recall("session cache note")
+    facts = facts_of(store)
+    every = [row[0] for row in store.storage.connection.execute("SELECT id FROM mem_nodes")]
+    for node_id in every[::2]:
+        if node_id in facts.ids:
+            del facts.rows[facts.ids.pop(node_id)]
+    assert any(node_id not in facts.ids for node_id in every)
+    assert any(node_id in facts.ids for node_id in every)
+    return facts, every
+
+
+@sqlite_only
+def test_degrees_by_seq_are_the_views(store: MemoryStore) -> None:
+    facts, every = half_cached(store, 40)
+    conn = store.storage.connection
+    facts.degree.clear()
+    by_view = candidates.degrees(conn, every)
+    assert max(by_view.values()) > 32
+    cached = candidates.degrees(conn, every, facts)
+    assert {k: v for k, v in cached.items() if v} == by_view
+    assert dict(facts.degree) == {node_id: by_view.get(node_id, 0) for node_id in every}
+
+
+@sqlite_only
+def test_neighbours_by_seq_are_the_views_with_their_rows(store: MemoryStore) -> None:
+    cause = store.store("action", "Rotated the session cache keys")
+    store.store("fact", "The session cache logged everyone out", caused_by=[cause])
+    store.store("fact", "A note derived from the cache", derived_from=[cause])
+    facts, every = half_cached(store, 12)
+    conn = store.storage.connection
+    facts.neighbours.clear()
+    facts.causal.clear()
+    plain = expansion.neighbours(conn, every)
+    assert any(plain.values())
+    assert expansion.neighbours(conn, every, facts) == plain
+    causal = expansion.causal_pairs(conn, every)
+    assert len(causal) == 4
+    assert expansion.causal_pairs(conn, every, facts) == causal
+    for seq, row in facts.rows.items():
+        assert (
+            row[:9]
+            == conn.execute(
+                f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.seq = ?", (seq,)
+            ).fetchone()
+        )
 
 
 # ------------------------------------------------------------------ this store's writes
@@ -414,3 +490,53 @@ def test_text_analyses_postings_and_vocabulary_are_bounded(
         assert search.posting_rows <= 5
     assert list(search.texts) == [7, 8, 9]  # the first kept dropped first
     assert list(search.postings) == ["t6", "t7", "t8", "t9"]  # 0 + 2 + 2 + 0 rows
+
+
+# ------------------------------------------------------------------ bounded tables
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["put", "use"]), st.integers(min_value=0, max_value=40)),
+        max_size=300,
+    ),
+    st.integers(min_value=1, max_value=24),
+)
+def test_recent_stays_bounded_and_drops_what_was_not_used_first(
+    steps: list[tuple[str, int]], limit: int
+) -> None:
+    table: node_cache.Recent[int, str] = node_cache.Recent()
+    model: dict[int, str] = {}  # what the table must hold, but for what it dropped
+    for step, key in steps:
+        if step == "put":
+            table[key] = model[key] = f"v{key}"
+            if len(table) > limit:
+                used_before = set(table.used)
+                unused_before = [k for k in table if k not in used_before]
+                dropped = table.evict(limit)
+                assert len(table) == limit - limit // 8
+                # Nothing used since the last eviction goes while an unused entry stays.
+                if any(v == f"v{k}" for k in used_before for v in dropped):
+                    assert all(k not in table for k in unused_before)
+                for value in dropped:
+                    del model[int(value[1:])]
+        elif key in table:
+            table.move_to_end(key)
+        assert dict(table) == model
+        assert table.used <= set(table)
+
+
+def test_rows_beyond_the_cap_are_dropped_with_their_ids(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(node_cache, "MAX_ROWS", 16)
+    facts = node_cache.NodeFacts()
+    for seq in range(1, 60):
+        if seq % 3 == 0:
+            facts.rows.move_to_end(1)  # one row in use all along
+        facts.keep_row(
+            (f"f{seq:04d}", "fact", "x", "2026", None, "2026", 1.0, 0, seq, "default", 0)
+        )
+        assert len(facts.rows) <= 16
+        assert facts.ids == {row[0]: seq_ for seq_, row in facts.rows.items()}
+    assert 1 in facts.rows
