@@ -9,7 +9,7 @@ per seed, however many edges a hub entity has.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from operator import attrgetter
 
 from ..storage.engine import POSTGRESQL, Connection, dialect_of
@@ -127,7 +127,7 @@ def edges_of(
     mask: str,
     mask_params: list[str],
     facts: NodeFacts | None = None,
-) -> tuple[dict[str, list[str]], set[tuple[str, str]], dict[str, NodeRow] | None]:
+) -> tuple[Mapping[str, Sequence[str]], set[tuple[str, str]], dict[str, NodeRow] | None]:
     """:func:`neighbours` and :func:`causal_pairs` of a frontier, and on PostgreSQL the
     neighbours' rows that the mask admits: there one statement does it all
     (expansion_postgres.py), as a round trip costs more than the statement. None: read
@@ -180,12 +180,12 @@ BATCH_DEGREE = 64
 
 def neighbours(
     conn: Connection, ids: Sequence[str], facts: NodeFacts | None = None
-) -> dict[str, list[str]]:
+) -> Mapping[str, Sequence[str]]:
     """The EXPANSION_FANOUT newest neighbours of each node over EXPANSION_EDGES, both
     directions (what NEIGHBOURS_SQL returns for it), for a whole frontier at once: one
     statement for the small nodes instead of one per node. Those ``facts`` holds are
     not read again."""
-    known: dict[str, list[str]] = {}
+    known: dict[str, tuple[str, ...]] = {}
     if facts is not None:
         known, unknown = held(facts.neighbours, ids)
         if not unknown:
@@ -219,7 +219,7 @@ def neighbours(
             [*small, *small],
         ):
             found[node_id].add(neighbour)
-    result = {
+    result: dict[str, Sequence[str]] = {
         node_id: sorted(near, reverse=True)[:EXPANSION_FANOUT] for node_id, near in found.items()
     }
     sqlite = dialect_of(conn) != POSTGRESQL
@@ -237,7 +237,9 @@ def neighbours(
             )
     if facts is not None:
         for node_id, near in result.items():
-            keep_fact(facts.neighbours, node_id, near)
+            # A tuple of strings, which the cyclic GC stops tracking (a list it walks
+            # at every full collection: bench/results.md, "The GC and the caches").
+            keep_fact(facts.neighbours, node_id, tuple(near))
             for neighbour in near:  # the rows expansion asks the cache for next
                 if neighbour in rows and neighbour not in facts.ids:
                     facts.keep_row(rows[neighbour])

@@ -117,7 +117,7 @@ class NodeFacts:
         self.rows: Recent[int, CachedRow] = Recent()  # by seq
         self.ids: dict[str, int] = {}  # seq of each cached row's ID
         self.degree: Recent[str, int] = Recent()
-        self.neighbours: Recent[str, list[str]] = Recent()
+        self.neighbours: Recent[str, tuple[str, ...]] = Recent()
         self.causal: Recent[str, tuple[str, ...]] = Recent()
         self.short: Recent[str, str] = Recent()  # short ID by ID: see short_ids()
         self.supersedes: Recent[str, bool] = Recent()  # see rivals()
@@ -273,7 +273,7 @@ class SearchFacts:
     def __init__(self) -> None:
         self.texts: dict[int, TextAnalysis] = {}
         self.vocabulary: dict[str, str] = {}
-        self.postings: dict[str, frozenset[int] | None] = {}
+        self.postings: dict[str, tuple[int, ...] | None] = {}
         self.posting_rows = 0
 
     def clear(self) -> None:
@@ -294,7 +294,7 @@ class SearchFacts:
         if len(texts) > MAX_TEXTS:
             del texts[next(iter(texts))]
 
-    def keep_postings(self, term: str, rows: frozenset[int] | None) -> None:
+    def keep_postings(self, term: str, rows: tuple[int, ...] | None) -> None:
         postings = self.postings
         self.posting_rows += len(rows or ())
         postings[term] = rows

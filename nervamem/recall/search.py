@@ -15,8 +15,7 @@ their rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..storage.engine import Connection
@@ -137,12 +136,12 @@ def search(
 
 def _postings(
     conn: Connection, keys: Sequence[str], held: SearchFacts | None
-) -> list[frozenset[int] | None]:
+) -> list[tuple[int, ...] | None]:
     """Each key term's rows, up to COMMON_DF (None: more, a common term); with ``held``
     (the node cache's), read from it where it holds the term. Terms recur between
     queries (~60 % of the peers workload's key terms at 100k), and a common term's
     COMMON_DF + 1 rows cost ~0.2 ms to read there."""
-    found_rows: list[frozenset[int] | None] = []
+    found_rows: list[tuple[int, ...] | None] = []
     for key in keys:
         if held is not None and key in held.postings:
             found_rows.append(held.postings[key])
@@ -151,7 +150,9 @@ def _postings(
             "SELECT rowid FROM mem_fts WHERE mem_fts MATCH ? LIMIT ?",
             (term_expression(key), COMMON_DF + 1),
         ).fetchall()
-        found = None if len(rows) > COMMON_DF else frozenset([row[0] for row in rows])
+        # A tuple (FTS5 returns a row once), not a set: the cyclic GC stops tracking
+        # a tuple of ints, and walks every set at each full collection.
+        found = None if len(rows) > COMMON_DF else tuple([row[0] for row in rows])
         if held is not None:
             held.keep_postings(key, found)
         found_rows.append(found)
@@ -159,13 +160,13 @@ def _postings(
 
 
 def weigh_keys(
-    keys: Sequence[str], found_rows: Sequence[AbstractSet[int] | None], total: int
-) -> tuple[dict[str, AbstractSet[int]], list[str], dict[str, float]]:
+    keys: Sequence[str], found_rows: Sequence[Collection[int] | None], total: int
+) -> tuple[dict[str, Collection[int]], list[str], dict[str, float]]:
     """Each key term's posting rows (None: more than COMMON_DF, so common) sorted into
     the rare terms' postings, the common terms, and every term's IDF; a common term's
     IDF is that of a term in a tenth of the store (its list was not read to the end).
     Both engines' searches share it."""
-    postings: dict[str, AbstractSet[int]] = {}
+    postings: dict[str, Collection[int]] = {}
     common: list[str] = []
     for key, rows in zip(keys, found_rows, strict=True):
         if rows is None:
@@ -215,7 +216,7 @@ def _filters(
 def _read_and_score(
     conn: Connection,
     namespace: str,
-    members: Mapping[str, AbstractSet[int]],
+    members: Mapping[str, Collection[int]],
     common: list[str],
     idf: dict[str, float],
     key_count: int,

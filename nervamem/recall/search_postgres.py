@@ -26,8 +26,7 @@ not) is a phrase on SQLite and all of its tokens, anywhere in the row, here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..storage.engine import Connection
@@ -246,7 +245,7 @@ def _read_rows(
 def _score(
     conn: Connection,
     namespace: str,
-    members: Mapping[str, AbstractSet[int]],
+    members: Mapping[str, Collection[int]],
     common: list[str],
     idf: dict[str, float],
     key_count: int,
