@@ -566,3 +566,16 @@ def test_what_the_cache_keeps_per_node_is_left_alone_by_the_cyclic_gc(
     ]
     assert facts.neighbours and facts.search.postings  # the recalls filled them
     assert [value for value in kept if gc.is_tracked(value)] == []
+
+
+def test_texts_past_the_cap_are_dropped_in_a_batch_the_first_kept_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(node_cache, "MAX_TEXTS", 16)
+    search = node_cache.SearchFacts()
+    for seq in range(17):
+        search.keep_text(seq, ((), ()))
+    assert list(search.texts) == list(range(3, 17))  # down to 7/8 of the cap
+    for seq in range(17, 19):
+        search.keep_text(seq, ((), ()))
+    assert list(search.texts) == list(range(3, 19))
