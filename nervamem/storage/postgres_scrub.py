@@ -111,7 +111,10 @@ def _scrubbed(raw: Any, query: str) -> list[str]:
 def older_transaction(raw: Any, busy_timeout_ms: int) -> str | None:
     """Wait until no transaction older than now can hold back the rewrite; None once
     none is left, else (after the busy timeout) the one still there."""
-    row = raw.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text").fetchone()
+    # As a 32-bit xid (the cast drops the epoch): PostgreSQL 16 and later refuse an
+    # xid8's text of 2^32 or more as an xid ("out of range"), and every server passes
+    # it after its first 4.3 billion transactions.
+    row = raw.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::xid::text").fetchone()
     now = {"xid": row[0]}
     deadline = time.monotonic() + busy_timeout_ms / 1000
     while True:

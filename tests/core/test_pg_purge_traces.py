@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +232,62 @@ def test_a_role_that_may_not_rewrite_the_statistics_is_silent_when_none_exist(
     url = _owner_of_its_schema(db_path, pg_server)
     node = _store_secret(url, "TAPIRSECRET", "Tapirentity")
     _assert_no_trace(_purge(url, node), db_path, pg_server.data, "TAPIRSECRET", "Tapirentity")
+
+
+@pytest.fixture(scope="module")
+def server_past_an_epoch() -> Iterator[Any]:
+    """A server of its own whose transaction IDs are past 2^32 (pg_resetwal sets the
+    epoch), as on every server after its first 4.3 billion transactions."""
+    from tests.pg_server import PgServer, PgUnavailable
+
+    server = PgServer()
+    try:
+        server.start()
+        server.pg_ctl("stop")
+        server._run(str(server.bindir / "pg_resetwal"), "-e", "1", "-D", str(server.data))
+        server.pg_ctl("start")
+    except PgUnavailable as exc:
+        server.stop()
+        pytest.skip(f"PostgreSQL could not be started: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+class _Recorded:
+    """A connection that keeps the parameters of every statement it runs."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.parameters: list[Any] = []
+
+    def execute(self, sql: str, parameters: Any = None) -> Any:
+        self.parameters.append(parameters)
+        return self.conn.execute(sql, parameters)
+
+
+def test_the_wait_compares_32_bit_xids_past_the_first_epoch(server_past_an_epoch: Any) -> None:
+    """The xid the wait compares with is given to the server as an xid: PostgreSQL 16
+    and later refuse 2^32 or more there ("out of range for type xid"), so a scrub that
+    passed an xid8's full value failed on every purge of a server past its first epoch
+    (PostgreSQL 15, which the tests start, truncates it silently)."""
+    import psycopg
+
+    from nervamem.storage.postgres_scrub import older_transaction
+
+    with psycopg.connect(server_past_an_epoch.url(), autocommit=True) as conn:
+        assert int(conn.execute("SELECT pg_current_xact_id()::text").fetchone()[0]) >= 2**32
+        recorded = _Recorded(conn)
+        assert older_transaction(recorded, 1000) is None
+    xids = [int(p["xid"]) for p in recorded.parameters if isinstance(p, dict) and "xid" in p]
+    assert xids and all(0 < xid < 2**32 for xid in xids)
+
+
+def test_a_purge_past_the_first_epoch_scrubs_the_files(server_past_an_epoch: Any) -> None:
+    url = server_past_an_epoch.fresh_url()
+    node = _store_secret(url, "NUMBATSECRET", "Numbatentity")
+    _analyze_every_table(url)
+    _assert_no_trace(
+        _purge(url, node), url, server_past_an_epoch.data, "NUMBATSECRET", "Numbatentity"
+    )
