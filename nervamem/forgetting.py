@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import nodes, writing
+from .errors import BadInputError
 from .sessions import forget_active_session
 from .storage.engine import IGNORE_EXISTING_EDGE
 
@@ -60,8 +61,15 @@ def purge_node(storage: Storage, node_id: str) -> tuple[tuple[str, ...], str | N
     tables are rewritten (postgres.py, ``scrub_files``).
 
     Returns the entities removed with it, and why the files were not scrubbed (None
-    when they were; the delete has committed either way).
+    when they were; the delete has committed either way). Refused inside a batch
+    (BadInputError, nothing changed): the files can only be scrubbed after the purge's
+    own commit, as neither VACUUM nor emptying the WAL runs inside a transaction.
     """
+    if storage.in_transaction:
+        raise BadInputError(
+            "a purge cannot run inside a batch (store.batch()): its files are scrubbed "
+            "after its own commit; purge after the batch"
+        )
     with storage.secure_deletes():
         with storage.transaction():
             removed = delete_purged(storage, node_id, relink=True)

@@ -507,6 +507,23 @@ def test_a_chain_goes_on_after_its_newest_version_is_forgotten(store: MemoryStor
     assert store.timeline("lemon")[0].superseded_by == c
 
 
+def test_a_purge_inside_a_batch_is_refused_and_the_batch_goes_on(
+    store: MemoryStore,
+) -> None:
+    # A purge scrubs the files after its own commit (VACUUM, an empty WAL; on
+    # PostgreSQL VACUUM FULL), none of which runs inside a transaction: inside a batch it
+    # used to delete, fail with a "stayed locked by another writer" that was not true,
+    # and roll the batch back.
+    target = store.store("fact", "the wombat pin is 4711", entities=["Wombat"])
+    with store.batch():
+        kept = store.store("fact", "a memory written in the same batch")
+        with pytest.raises(BadInputError, match="inside a batch"):
+            store.forget(target, purge=True)
+    assert store.get(target).content == "the wombat pin is 4711"
+    assert store.get(kept).content == "a memory written in the same batch"
+    assert store.forget(target, purge=True).purged
+
+
 def test_forgetting_the_active_session_clears_it(store: MemoryStore) -> None:
     session = store.start_session("doomed")
     store.forget(session)
