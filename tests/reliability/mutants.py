@@ -40,8 +40,8 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     "busy-timeout-env-ignored": [
         (
             "nervamem/storage/sqlite.py",
-            "busy_timeout_ms = _busy_timeout_from_env()",
-            "busy_timeout_ms = DEFAULT_BUSY_TIMEOUT_MS",
+            'ENV_BUSY_TIMEOUT, DEFAULT_BUSY_TIMEOUT_MS, "milliseconds"',
+            '"NERVAMEM_NO_SUCH_VARIABLE", DEFAULT_BUSY_TIMEOUT_MS, "milliseconds"',
             1,
         ),
     ],
@@ -102,39 +102,39 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "purge-no-secure-delete": [
         (
-            "nervamem/forgetting.py",
+            "nervamem/storage/sqlite.py",
             '"PRAGMA secure_delete = ON"',
             '"PRAGMA secure_delete = OFF"',
             1,
         ),
     ],
     "purge-no-index-rebuild": [
-        ("nervamem/forgetting.py", "search_index.rebuild(storage.connection)", "pass", 1),
+        ("nervamem/storage/sqlite.py", "search_index.rebuild(self.connection)", "pass", 1),
     ],
     "purge-no-vacuum": [
         ("nervamem/storage/sqlite.py", 'self.connection.execute("VACUUM")', "pass", 1),
     ],
     "purge-optimize-index": [  # the cause of the store that 1,000 purges bricked
         (
-            "nervamem/forgetting.py",
-            "search_index.rebuild(storage.connection)",
-            """self._conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")""",
+            "nervamem/storage/sqlite.py",
+            "search_index.rebuild(self.connection)",
+            """self.connection.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")""",
             1,
         ),
     ],
     "purge-no-secure-delete-rebuild-vacuum": [
         (
-            "nervamem/forgetting.py",
+            "nervamem/storage/sqlite.py",
             '"PRAGMA secure_delete = ON"',
             '"PRAGMA secure_delete = OFF"',
             1,
         ),
-        ("nervamem/forgetting.py", "search_index.rebuild(storage.connection)", "pass", 1),
+        ("nervamem/storage/sqlite.py", "search_index.rebuild(self.connection)", "pass", 1),
         ("nervamem/storage/sqlite.py", 'self.connection.execute("VACUUM")', "pass", 1),
     ],
     "purge-no-secure-delete-no-vacuum": [
         (
-            "nervamem/forgetting.py",
+            "nervamem/storage/sqlite.py",
             '"PRAGMA secure_delete = ON"',
             '"PRAGMA secure_delete = OFF"',
             1,
@@ -174,8 +174,8 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     "session-context-no-namespace-filter": [
         (
             "nervamem/recall/session_context.py",
-            "len(wanted))}) AND +n.namespace = ? AND",
-            "len(wanted))}) AND (+n.namespace = ? OR 1) AND",
+            '"WHERE n.seq {seqs} AND +n.namespace = ? AND {mask}"',
+            '"WHERE n.seq {seqs} AND (+n.namespace = ? OR 1) AND {mask}"',
             1,
         ),
     ],
@@ -231,7 +231,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
         ("nervamem/timeparse.py", "except OverflowError:", "except ZeroDivisionError:", 1),
     ],
     "corrupt-page-is-internal-error": [
-        ("nervamem/cli/edge.py", "if isinstance(exc, sqlite3.DatabaseError):", "if False:", 1),
+        ("nervamem/failures.py", "if isinstance(exc, sqlite3.DatabaseError):", "if False:", 1),
     ],
     "bad-state-yaml-ignored": [
         (
