@@ -307,3 +307,24 @@ def test_machine_store_is_a_real_file() -> None:
         assert mode == "wal"
     finally:
         machine.teardown()
+
+
+def test_session_context_keeps_to_the_namespace_when_a_session_crosses_it(
+    tmp_path: Path,
+) -> None:
+    # No command makes a session hold another namespace's memory (sessions.py:
+    # OCCURRED_IN never crosses namespaces), but a hand-edited or foreign store can:
+    # session context, which adds a seed's session neighbours whatever their words, must
+    # still filter them by namespace.
+    path = tmp_path / "memory.db"
+    with MemoryStore(path) as store:
+        store.start_session("release week", namespace="a")
+        asked = store.store("fact", "the quokka deploy runs on tuesdays", namespace="a")
+        moved = store.store("fact", "the wallaby vault code is 4711", namespace="a")
+        assert moved in [item.id for item in store.recall("quokka deploy", namespace="a").items]
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE mem_nodes SET namespace = 'b' WHERE id = ?", (moved,))
+    with MemoryStore(path) as store:
+        shown = [item.id for item in store.recall("quokka deploy", namespace="a").items]
+    assert asked in shown
+    assert moved not in shown
