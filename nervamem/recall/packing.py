@@ -156,7 +156,7 @@ def item_line(item: RecallItem, *, why: bool = True) -> str:
         if item.conflicts_with_short
         else ""
     )
-    line = f"- {item.short_id}{date}{conf}{until} {single_line(item.content)}{rivals}"
+    line = f"- {item.short_id}{date}{conf}{until} {one_line(item.content)}{rivals}"
     return line + reasons(item) if why else line
 
 
@@ -233,16 +233,6 @@ def _finalize(
     return text, counter.count(text)
 
 
-def single_line(text: str) -> str:
-    """visible.one_line(text), without splitting text that is one line already: printable
-    (so no control, and no whitespace but the ASCII space), no two spaces in a row, none
-    at either end. Nearly every stored memory is; packing flattens ~90 drafts a recall
-    (it visits drafts that can no longer fit too), ~1 us each the long way."""
-    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
-        return text
-    return one_line(text)
-
-
 class _Meter:
     """Running token estimate of the body while items are added."""
 
@@ -305,7 +295,7 @@ def pack(
     for index, draft in enumerate(ranked):
         if floor is not None and meter.tokens + floor > budget:
             break  # not even the shortest item fits: every one below would be skipped
-        flat = single_line(draft.content)
+        flat = one_line(draft.content)
         least = meter.least_cost(len(flat) + MIN_PIECE_CHARS)
         if least is not None and meter.tokens + least > budget:
             continue  # cannot fit, whatever its ID, date and footnote

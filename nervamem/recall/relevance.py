@@ -239,8 +239,11 @@ def _common_in_ascii_flat(lowered: str, flat: Sequence[tuple[str, int, int, int]
 
 def _split_text(text: str) -> TextAnalysis:
     """:func:`words_of` the text, and its distinct words that are not stop words."""
-    words = words_of(text)
-    return tuple(words), tuple(frozenset(words).difference(STOPWORDS))
+    return _analysis(tuple(words_of(text)))
+
+
+def _analysis(words: tuple[str, ...]) -> TextAnalysis:
+    return words, tuple(frozenset(words).difference(STOPWORDS))
 
 
 # Where there is no node cache (PostgreSQL, a transaction): the texts seen last.
@@ -256,8 +259,7 @@ def _analysed(rows: Sequence[NodeRow], texts: SearchFacts) -> list[TextAnalysis]
     for row in rows:
         analysis = held(row[8])
         if analysis is None:
-            words = texts.interned(words_of(row[2]))
-            analysis = (words, tuple(frozenset(words).difference(STOPWORDS)))
+            analysis = _analysis(texts.interned(words_of(row[2])))
             texts.keep_text(row[8], analysis)
         analyses.append(analysis)
     return analyses
