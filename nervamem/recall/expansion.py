@@ -13,7 +13,15 @@ from collections.abc import Mapping, Sequence
 from operator import attrgetter
 
 from ..storage.engine import POSTGRESQL, Connection, dialect_of
-from .candidates import NODE_COLUMNS, Candidate, NodeRow, among, cached_rows, degrees
+from .candidates import (
+    NODE_COLUMNS,
+    Candidate,
+    NodeRow,
+    among,
+    cached_rows,
+    candidate_of,
+    degrees,
+)
 from .expansion_sqlite import neighbour_rows, newest_neighbours
 from .mask import KnownAt, mask_sql
 from .node_cache import CachedRow, NodeFacts, held, keep_fact
@@ -111,7 +119,7 @@ def expand(
         else:  # read with the edges, in the order of the IN list's read by ID
             rows = [rows_of[node_id] for node_id in sorted(inherited) if node_id in rows_of]
         for row in rows:
-            candidate = Candidate(*row, relevance=inherited[row[0]], via="expansion")
+            candidate = candidate_of(row, inherited[row[0]], "expansion")
             frontier.append(candidate)
             if not kinds or candidate.kind in kinds:
                 result[candidate.id] = candidate

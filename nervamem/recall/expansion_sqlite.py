@@ -112,5 +112,6 @@ def neighbour_rows(
     nodes ``seqs``, both directions."""
     kinds = ",".join(str(EDGE_KIND_CODES.index(kind)) for kind in edge_kinds)
     marks = ",".join("?" * len(seqs))
-    for seq, code, *row in conn.execute(_AROUND.format(seqs=marks, kinds=kinds), [*seqs, *seqs]):
-        yield seq, EDGE_KIND_CODES[code], tuple(row)
+    # A slice, not ``seq, code, *row``: that builds a list and then a tuple of it.
+    for found in conn.execute(_AROUND.format(seqs=marks, kinds=kinds), [*seqs, *seqs]):
+        yield found[0], EDGE_KIND_CODES[found[1]], found[2:]

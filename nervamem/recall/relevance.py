@@ -72,11 +72,11 @@ def score_rows(
     With ``texts`` (the node cache's, recall/node_cache.py), each row's words are read
     from it where it holds them (else from a small cache of texts)."""
     average = sum(len(row[2]) for row in rows) / len(rows) or 1.0
-    phrase = (
-        re.compile(r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, terms)) + r"(?![^\W_])", re.I)
-        if len(terms) > 1
-        else None
-    )
+    # The phrase pattern is compiled only for a text that needs it (not ASCII, or not
+    # printable): a query's first recall compiled it for ~0.1 ms, and nearly every row
+    # is checked by _holds_run instead.
+    phrased = len(terms) > 1
+    phrase: re.Pattern[str] | None = None
     # The query's common roots, listed once a call, not per row.
     common_roots = _listed_roots(_common_roots(common))
     finder: re.Pattern[str] | None = None  # only for a text that is not ASCII
@@ -90,7 +90,7 @@ def score_rows(
     weight_of = idf.__getitem__
     scored: list[tuple[float, NodeRow]] = []
     # The lowered text is read only for common terms and the phrase.
-    lowers = ascii_terms and (bool(common_roots) or phrase is not None)
+    lowers = ascii_terms and (bool(common_roots) or phrased)
     for row, (row_words, _), row_specific in zip(rows, analyses, specific, strict=True):
         keys = matched[row[8]]
         text = row[2]
@@ -109,12 +109,12 @@ def score_rows(
         score = sum(map(weight_of, keys)) * len(keys) / key_count * norm if keys else 1e-3
         # (no keys: newest rows of an all-common query that the loose match missed)
         if (
-            phrase
+            phrased
             and (lowered is None or all(map(lowered.__contains__, terms)))
             and (
                 _holds_run(row_words, terms)
                 if lowered is not None and text.isprintable()
-                else phrase.search(text)
+                else (phrase := phrase or _phrase_pattern(terms)).search(text)
             )
         ):
             score *= PHRASE_BOOST
@@ -131,6 +131,12 @@ def score_rows(
         relevance = score / best
         found[row[0]] = candidate_of(row, relevance if relevance >= 1e-6 else 1e-6, "search")
     return found
+
+
+def _phrase_pattern(terms: Sequence[str]) -> re.Pattern[str]:
+    """The query's terms as a phrase: whole words in order, anything but letters and
+    digits between them, case aside."""
+    return re.compile(r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, terms)) + r"(?![^\W_])", re.I)
 
 
 def _holds_run(words: Sequence[str], terms: Sequence[str]) -> bool:
