@@ -250,6 +250,8 @@ def admits(row: CachedRow, namespace: str, as_of: str | None, kinds: Sequence[st
 MAX_TEXTS = MAX_ROWS
 MAX_VOCABULARY = 4 * MAX_ROWS
 MAX_POSTING_ROWS = 2 * MAX_ROWS
+# Rows in the newest lists of common terms' expressions (SearchFacts.newest): ~2.5 MB.
+MAX_NEWEST_ROWS = MAX_POSTING_ROWS // 2
 
 Words = tuple[str, ...]
 # A text's words in order, and its distinct words less the stop words (relevance.py).
@@ -266,21 +268,28 @@ class SearchFacts:
     * ``postings``: a key term's rows (at most search.COMMON_DF), or None where it has
       more (a common term). They depend on the store's text only, not on the
       namespace, mask or kinds of a search.
+    * ``newest``: by MATCH expression of common terms, the newest rows it matches
+      (search.NEWEST_DEPTH at most, newest first; fewer: all of them), before the
+      namespace, mask and kinds, which search applies to them (issue 21, round 6).
     """
 
-    __slots__ = ("posting_rows", "postings", "texts", "vocabulary")
+    __slots__ = ("newest", "newest_rows", "posting_rows", "postings", "texts", "vocabulary")
 
     def __init__(self) -> None:
         self.texts: dict[int, TextAnalysis] = {}
         self.vocabulary: dict[str, str] = {}
         self.postings: dict[str, tuple[int, ...] | None] = {}
         self.posting_rows = 0
+        self.newest: dict[str, tuple[int, ...]] = {}
+        self.newest_rows = 0
 
     def clear(self) -> None:
         self.texts.clear()
         self.vocabulary.clear()
         self.postings.clear()
         self.posting_rows = 0
+        self.newest.clear()
+        self.newest_rows = 0
 
     def interned(self, words: list[str]) -> Words:
         vocabulary = self.vocabulary
@@ -309,6 +318,17 @@ class SearchFacts:
                 if self.posting_rows <= rows_left and len(postings) <= terms_left:
                     break
                 self.posting_rows -= len(postings.pop(old) or ())
+
+    def keep_newest(self, expression: str, rows: tuple[int, ...]) -> None:
+        newest = self.newest
+        self.newest_rows += len(rows)
+        newest[expression] = rows
+        if self.newest_rows > MAX_NEWEST_ROWS or len(newest) > MAX_NODES:
+            rows_left, expressions_left = _below(MAX_NEWEST_ROWS), _below(MAX_NODES)
+            for old in list(newest):
+                if self.newest_rows <= rows_left and len(newest) <= expressions_left:
+                    break
+                self.newest_rows -= len(newest.pop(old))
 
 
 def _below(cap: int) -> int:
