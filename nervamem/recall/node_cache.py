@@ -332,26 +332,14 @@ class SearchFacts:
                 del texts[old]
 
     def keep_postings(self, term: str, rows: tuple[int, ...] | None) -> None:
-        postings = self.postings
-        self.posting_rows += len(rows or ())
-        postings[term] = rows
-        if self.posting_rows > MAX_POSTING_ROWS or len(postings) > MAX_NODES:
-            rows_left, terms_left = _below(MAX_POSTING_ROWS), _below(MAX_NODES)
-            for old in list(postings):
-                if self.posting_rows <= rows_left and len(postings) <= terms_left:
-                    break
-                self.posting_rows -= len(postings.pop(old) or ())
+        self.posting_rows = _keep_rows(
+            self.postings, term, rows, self.posting_rows, MAX_POSTING_ROWS
+        )
 
     def keep_newest(self, expression: str, rows: tuple[int, ...]) -> None:
-        newest = self.newest
-        self.newest_rows += len(rows)
-        newest[expression] = rows
-        if self.newest_rows > MAX_NEWEST_ROWS or len(newest) > MAX_NODES:
-            rows_left, expressions_left = _below(MAX_NEWEST_ROWS), _below(MAX_NODES)
-            for old in list(newest):
-                if self.newest_rows <= rows_left and len(newest) <= expressions_left:
-                    break
-                self.newest_rows -= len(newest.pop(old))
+        self.newest_rows = _keep_rows(
+            self.newest, expression, rows, self.newest_rows, MAX_NEWEST_ROWS
+        )
 
     def keep_relevances(
         self,
@@ -369,6 +357,28 @@ class SearchFacts:
 
 def _below(cap: int) -> int:
     return cap - cap // 8
+
+
+Rows = TypeVar("Rows", bound=tuple[int, ...] | None)
+
+
+def _keep_rows(table: dict[str, Rows], key: str, rows: Rows, held: int, max_rows: int) -> int:
+    """Keep ``rows`` under ``key`` in ``table`` that held ``held`` rows; past ``max_rows``
+    rows or MAX_NODES keys, the first kept are dropped down to 7/8 of both. The rows
+    held after."""
+    held += _count(rows)
+    table[key] = rows
+    if held > max_rows or len(table) > MAX_NODES:
+        rows_left, keys_left = _below(max_rows), _below(MAX_NODES)
+        for old in list(table):
+            if held <= rows_left and len(table) <= keys_left:
+                break
+            held -= _count(table.pop(old))
+    return held
+
+
+def _count(rows: tuple[int, ...] | None) -> int:
+    return 0 if rows is None else len(rows)
 
 
 # ------------------------------------- short IDs and rivals of a recall's items (issue 21)
