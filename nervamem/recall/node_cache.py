@@ -24,8 +24,8 @@ Rules a reader must not break:
   facts, ~25 MB after the peers workload at 100k nodes (32k distinct rows), ~45 MB at
   the caps (bench/results.md, "Node cache"); what search reads again (SearchFacts: the
   scored texts' words, the key terms' postings) ~13 MB more there, ~35 MB at its caps;
-  all-common queries' newest rows and the relevance of queries with common terms ~1.5 MB
-  more, ~3 MB at their caps.
+  all-common queries' newest rows and the relevance of queries with common terms ~1 MB
+  more, ~4 MB at their caps.
 * Who reads it must not change what it returns (lists and rows are the cache's own).
 """
 
@@ -263,9 +263,9 @@ Words = tuple[str, ...]
 TextAnalysis = tuple[Words, Words]
 
 
-# The rows a query scored (seqs, in order), the rare key terms that found each (a line
-# of them a row; "" when every key term is common), and their relevance.
-ScoredRows = tuple[tuple[int, ...], str, tuple[float, ...]]
+# The rows a query scored (seqs, in order), the rare key terms that found each (none
+# listed when every key term is common), and their relevance.
+ScoredRows = tuple[tuple[int, ...], tuple[tuple[str, ...], ...], tuple[float, ...]]
 
 
 class SearchFacts:
@@ -345,7 +345,7 @@ class SearchFacts:
         self,
         query: Hashable,
         seqs: tuple[int, ...],
-        found_by: str,
+        found_by: tuple[tuple[str, ...], ...],
         relevances: tuple[float, ...],
     ) -> None:
         kept = self.relevances

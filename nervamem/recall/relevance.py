@@ -73,15 +73,15 @@ def score_rows(
     from it where it holds them (else from a small cache of texts)."""
     remembered: Hashable | None = None
     seqs: tuple[int, ...] = ()
-    found_by = ""
+    found_by: tuple[tuple[str, ...], ...] = ()
     if texts is not None and common:
         # A query with common terms (~150 rows, each searched for every common term):
         # the same rows, found by the same rare terms, as its last recall in this
         # generation score alike (SearchFacts.relevances).
         remembered = (tuple(terms), tuple(common), tuple(idf.values()), tuple(spans))
         seqs = tuple([row[8] for row in rows])
-        if len(common) < key_count:  # (key terms hold no space: terms.query_terms)
-            found_by = "\n".join([" ".join(matched[seq]) for seq in seqs])
+        if len(common) < key_count:
+            found_by = tuple([tuple(matched[seq]) for seq in seqs])
         kept = texts.relevances.get(remembered)
         if kept is not None and kept[0] == seqs and kept[1] == found_by:
             return {

@@ -189,7 +189,7 @@ def test_kept_relevances_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(node_cache, "MAX_RELEVANCE_QUERIES", 8)
     held = node_cache.SearchFacts()
     for n in range(20):
-        held.keep_relevances(("q", n), (n,), "", (1.0,))
+        held.keep_relevances(("q", n), (n,), (), (1.0,))
         assert len(held.relevances) <= 8
     assert ("q", 19) in held.relevances and ("q", 0) not in held.relevances
     held.clear()
