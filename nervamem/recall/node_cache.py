@@ -23,9 +23,7 @@ Rules a reader must not break:
   those not used for longest dropped first (:class:`Recent`): ~800 B a row with its
   facts, ~25 MB after the peers workload at 100k nodes (32k distinct rows), ~45 MB at
   the caps (bench/results.md, "Node cache"); what search reads again (SearchFacts: the
-  scored texts' words, the key terms' postings) ~13 MB more there, ~35 MB at its caps;
-  all-common queries' newest rows and the relevance of queries with common terms ~1 MB
-  more, ~4 MB at their caps.
+  scored texts' words, the key terms' postings) ~13 MB more there, ~35 MB at its caps.
 * Who reads it must not change what it returns (lists and rows are the cache's own).
 """
 
@@ -254,18 +252,13 @@ MAX_VOCABULARY = 4 * MAX_ROWS
 MAX_POSTING_ROWS = 2 * MAX_ROWS
 # Rows in the newest lists of common terms' expressions (SearchFacts.newest): ~2.5 MB.
 MAX_NEWEST_ROWS = MAX_POSTING_ROWS // 2
-# Queries with common terms whose scored rows' relevance is kept (SearchFacts.relevances):
-# at most search.PRE_LIMIT rows each, ~10 kB.
+# All-common queries whose scored rows' relevance is kept (SearchFacts.relevances): at
+# most search.PRE_LIMIT rows each, ~10 kB.
 MAX_RELEVANCE_QUERIES = 256
 
 Words = tuple[str, ...]
 # A text's words in order, and its distinct words less the stop words (relevance.py).
 TextAnalysis = tuple[Words, Words]
-
-
-# The rows a query scored (seqs, in order), the rare key terms that found each (none
-# listed when every key term is common), and their relevance.
-ScoredRows = tuple[tuple[int, ...], tuple[tuple[str, ...], ...], tuple[float, ...]]
 
 
 class SearchFacts:
@@ -278,9 +271,9 @@ class SearchFacts:
     * ``postings``: a key term's rows (at most search.COMMON_DF), or None where it has
       more (a common term). They depend on the store's text only, not on the
       namespace, mask or kinds of a search.
-    * ``relevances``: by query with common terms (relevance.score_rows), the rows it
-      scored last and their relevance: a repeat that scores the same rows, found by
-      the same rare terms, scores them alike, as a row's text is fixed for a generation.
+    * ``relevances``: by all-common query (relevance.score_rows), the rows it scored
+      last (seqs, in order) and their relevance: a repeat that scores the same rows
+      scores them alike, as a row's text is fixed for a generation.
     * ``newest``: by MATCH expression of common terms, the newest rows it matches
       (search.NEWEST_DEPTH at most, newest first; fewer: all of them), before the
       namespace, mask and kinds, which search applies to them (issue 21, round 6).
@@ -303,7 +296,7 @@ class SearchFacts:
         self.posting_rows = 0
         self.newest: dict[str, tuple[int, ...]] = {}
         self.newest_rows = 0
-        self.relevances: dict[Hashable, ScoredRows] = {}
+        self.relevances: dict[Hashable, tuple[tuple[int, ...], tuple[float, ...]]] = {}
 
     def clear(self) -> None:
         self.texts.clear()
@@ -342,14 +335,10 @@ class SearchFacts:
         )
 
     def keep_relevances(
-        self,
-        query: Hashable,
-        seqs: tuple[int, ...],
-        found_by: tuple[tuple[str, ...], ...],
-        relevances: tuple[float, ...],
+        self, query: Hashable, seqs: tuple[int, ...], relevances: tuple[float, ...]
     ) -> None:
         kept = self.relevances
-        kept[query] = (seqs, found_by, relevances)
+        kept[query] = (seqs, relevances)
         if len(kept) > MAX_RELEVANCE_QUERIES:
             for old in list(islice(kept, len(kept) - _below(MAX_RELEVANCE_QUERIES))):
                 del kept[old]

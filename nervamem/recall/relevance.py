@@ -73,20 +73,16 @@ def score_rows(
     from it where it holds them (else from a small cache of texts)."""
     remembered: Hashable | None = None
     seqs: tuple[int, ...] = ()
-    found_by: tuple[tuple[str, ...], ...] = ()
-    if texts is not None and common:
-        # A query with common terms (~150 rows, each searched for every common term):
-        # the same rows, found by the same rare terms, as its last recall in this
-        # generation score alike (SearchFacts.relevances).
+    if texts is not None and len(common) == key_count:
+        # An all-common query (~150 rows, each searched for every term): the same rows
+        # as its last recall in this generation score alike (SearchFacts.relevances).
         remembered = (tuple(terms), tuple(common), tuple(idf.values()), tuple(spans))
         seqs = tuple([row[8] for row in rows])
-        if len(common) < key_count:
-            found_by = tuple([tuple(matched[seq]) for seq in seqs])
         kept = texts.relevances.get(remembered)
-        if kept is not None and kept[0] == seqs and kept[1] == found_by:
+        if kept is not None and kept[0] == seqs:
             return {
                 row[0]: candidate_of(row, relevance, "search")
-                for row, relevance in zip(rows, kept[2], strict=True)
+                for row, relevance in zip(rows, kept[1], strict=True)
             }
     average = sum(len(row[2]) for row in rows) / len(rows) or 1.0
     phrase = (
@@ -146,7 +142,7 @@ def score_rows(
     relevances = [score / best for score, _ in scored]
     relevances = [relevance if relevance >= 1e-6 else 1e-6 for relevance in relevances]
     if remembered is not None and texts is not None:
-        texts.keep_relevances(remembered, seqs, found_by, tuple(relevances))
+        texts.keep_relevances(remembered, seqs, tuple(relevances))
     return {
         row[0]: candidate_of(row, relevance, "search")
         for row, relevance in zip(rows, relevances, strict=True)

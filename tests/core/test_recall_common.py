@@ -2,8 +2,7 @@
 round 6: the newest rows their expression matches, kept in the node cache for a
 generation and filtered in Python (search._newest_held), are those the SQL filters
 inside its scan (search._newest_common), whatever the namespace, mask and kinds; and
-the relevance kept for the rows a query with common terms scored is what scoring them
-again gives."""
+the relevance kept for the rows a query scored is what scoring them again gives."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nervamem import MemoryStore
@@ -139,19 +138,12 @@ SPANS = [(), (("2026-01-01", "2026-01-31"),)]
 @given(
     texts=st.lists(TEXTS, min_size=1, max_size=8),
     query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True),
-    rare=st.integers(min_value=0, max_value=2),
     dropped=st.sets(st.integers(min_value=0, max_value=7)),
     shift=st.integers(min_value=1, max_value=7),
 )
-def test_a_query_with_common_terms_scores_rows_as_it_did_only_for_the_same_rows(
-    texts: list[str], query: list[str], rare: int, dropped: set[int], shift: int
+def test_an_all_common_query_scores_rows_as_it_did_only_for_the_same_rows(
+    texts: list[str], query: list[str], dropped: set[int], shift: int
 ) -> None:
-    """Kept: the same rows (seqs in order), found by the same rare key terms; rows
-    found by other rare terms, other rows as many, fewer rows or another date in the
-    query score afresh."""
-    common, keys = query[rare:], query[:rare]
-    assume(common)
-
     def row_of(seq: int, text: str) -> NodeRow:
         return (f"n{seq}", "fact", text, f"2026-0{seq % 2 + 1}-05", None, "2026-01-01", 1.0, 0, seq)
 
@@ -160,36 +152,28 @@ def test_a_query_with_common_terms_scores_rows_as_it_did_only_for_the_same_rows(
     # As many rows, others: the texts in another order under new seqs.
     moved = texts[shift % len(texts) :] + texts[: shift % len(texts)]
     others = [row_of(seq, text) for seq, text in enumerate(moved, start=100)]
-    found_by = {row[8]: [key for key in keys if key in row[2]] for row in [*rows, *others]}
-    # The same rows found by other rare terms (a store's other generation).
-    found_otherwise = {seq: [] if by else keys[:1] for seq, by in found_by.items()}
+    matched: dict[int, list[str]] = {row[8]: [] for row in [*rows, *others]}
     idf = {term: 1.0 + len(term) / 7 for term in WORDS}
     kept = SearchFacts()
 
     def scored(
-        chosen: list[NodeRow],
-        spans: tuple[tuple[str, str], ...],
-        matched: dict[int, list[str]],
-        facts: SearchFacts | None,
+        chosen: list[NodeRow], spans: tuple[tuple[str, str], ...], facts: SearchFacts | None
     ) -> list[tuple[str, float]]:
-        found = relevance.score_rows(chosen, matched, common, idf, len(query), query, spans, facts)
+        found = relevance.score_rows(chosen, matched, query, idf, len(query), query, spans, facts)
         return [(node_id, c.relevance) for node_id, c in found.items()]
 
     relevance._text_words.cache_clear()
     for chosen in (rows, rows, fewer, rows, others, rows):
         for spans in (*SPANS, *SPANS):
-            for matched in (found_by, found_by, found_otherwise):
-                assert scored(chosen, spans, matched, kept) == scored(chosen, spans, matched, None)
-                assert tuple(row[8] for row in chosen) in [
-                    seqs for seqs, _, _ in kept.relevances.values()
-                ]
+            assert scored(chosen, spans, kept) == scored(chosen, spans, None)
+            assert tuple(row[8] for row in chosen) in [seqs for seqs, _ in kept.relevances.values()]
 
 
 def test_kept_relevances_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(node_cache, "MAX_RELEVANCE_QUERIES", 8)
     held = node_cache.SearchFacts()
     for n in range(20):
-        held.keep_relevances(("q", n), (n,), (), (1.0,))
+        held.keep_relevances(("q", n), (n,), (1.0,))
         assert len(held.relevances) <= 8
     assert ("q", 19) in held.relevances and ("q", 0) not in held.relevances
     held.clear()
