@@ -252,9 +252,6 @@ MAX_VOCABULARY = 4 * MAX_ROWS
 MAX_POSTING_ROWS = 2 * MAX_ROWS
 # Rows in the newest lists of common terms' expressions (SearchFacts.newest): ~2.5 MB.
 MAX_NEWEST_ROWS = MAX_POSTING_ROWS // 2
-# All-common queries whose scored rows' relevance is kept (SearchFacts.relevances): at
-# most search.PRE_LIMIT rows each, ~10 kB.
-MAX_RELEVANCE_QUERIES = 256
 
 Words = tuple[str, ...]
 # A text's words in order, and its distinct words less the stop words (relevance.py).
@@ -271,23 +268,12 @@ class SearchFacts:
     * ``postings``: a key term's rows (at most search.COMMON_DF), or None where it has
       more (a common term). They depend on the store's text only, not on the
       namespace, mask or kinds of a search.
-    * ``relevances``: by all-common query (relevance.score_rows), the rows it scored
-      last (seqs, in order) and their relevance: a repeat that scores the same rows
-      scores them alike, as a row's text is fixed for a generation.
     * ``newest``: by MATCH expression of common terms, the newest rows it matches
       (search.NEWEST_DEPTH at most, newest first; fewer: all of them), before the
       namespace, mask and kinds, which search applies to them (issue 21, round 6).
     """
 
-    __slots__ = (
-        "newest",
-        "newest_rows",
-        "posting_rows",
-        "postings",
-        "relevances",
-        "texts",
-        "vocabulary",
-    )
+    __slots__ = ("newest", "newest_rows", "posting_rows", "postings", "texts", "vocabulary")
 
     def __init__(self) -> None:
         self.texts: dict[int, TextAnalysis] = {}
@@ -296,7 +282,6 @@ class SearchFacts:
         self.posting_rows = 0
         self.newest: dict[str, tuple[int, ...]] = {}
         self.newest_rows = 0
-        self.relevances: dict[Hashable, tuple[tuple[int, ...], tuple[float, ...]]] = {}
 
     def clear(self) -> None:
         self.texts.clear()
@@ -305,7 +290,6 @@ class SearchFacts:
         self.posting_rows = 0
         self.newest.clear()
         self.newest_rows = 0
-        self.relevances.clear()
 
     def interned(self, words: list[str]) -> Words:
         vocabulary = self.vocabulary
@@ -333,15 +317,6 @@ class SearchFacts:
         self.newest_rows = _keep_rows(
             self.newest, expression, rows, self.newest_rows, MAX_NEWEST_ROWS
         )
-
-    def keep_relevances(
-        self, query: Hashable, seqs: tuple[int, ...], relevances: tuple[float, ...]
-    ) -> None:
-        kept = self.relevances
-        kept[query] = (seqs, relevances)
-        if len(kept) > MAX_RELEVANCE_QUERIES:
-            for old in list(islice(kept, len(kept) - _below(MAX_RELEVANCE_QUERIES))):
-                del kept[old]
 
 
 def _below(cap: int) -> int:

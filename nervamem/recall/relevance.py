@@ -15,7 +15,7 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from itertools import chain, compress, count, repeat
 
 from .candidates import Candidate, NodeRow, candidate_of
@@ -71,19 +71,6 @@ def score_rows(
     here, roughly stemmed (:func:`_root`), as their posting lists were too long to read.
     With ``texts`` (the node cache's, recall/node_cache.py), each row's words are read
     from it where it holds them (else from a small cache of texts)."""
-    remembered: Hashable | None = None
-    seqs: tuple[int, ...] = ()
-    if texts is not None and len(common) == key_count:
-        # An all-common query (~150 rows, each searched for every term): the same rows
-        # as its last recall in this generation score alike (SearchFacts.relevances).
-        remembered = (tuple(terms), tuple(common), tuple(idf.values()), tuple(spans))
-        seqs = tuple([row[8] for row in rows])
-        kept = texts.relevances.get(remembered)
-        if kept is not None and kept[0] == seqs:
-            return {
-                row[0]: candidate_of(row, relevance, "search")
-                for row, relevance in zip(rows, kept[1], strict=True)
-            }
     average = sum(len(row[2]) for row in rows) / len(rows) or 1.0
     phrase = (
         re.compile(r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, terms)) + r"(?![^\W_])", re.I)
@@ -139,14 +126,11 @@ def score_rows(
             score *= 1 + DATE_WEIGHT
         scored.append((score, row))
     best = max(score for score, _ in scored) or 1.0
-    relevances = [score / best for score, _ in scored]
-    relevances = [relevance if relevance >= 1e-6 else 1e-6 for relevance in relevances]
-    if remembered is not None and texts is not None:
-        texts.keep_relevances(remembered, seqs, tuple(relevances))
-    return {
-        row[0]: candidate_of(row, relevance, "search")
-        for row, relevance in zip(rows, relevances, strict=True)
-    }
+    found: dict[str, Candidate] = {}
+    for score, row in scored:
+        relevance = score / best
+        found[row[0]] = candidate_of(row, relevance if relevance >= 1e-6 else 1e-6, "search")
+    return found
 
 
 def _holds_run(words: Sequence[str], terms: Sequence[str]) -> bool:

@@ -1,8 +1,7 @@
-"""All-common queries (every key term in more than search.COMMON_DF rows), issue 21,
-round 6: the newest rows their expression matches, kept in the node cache for a
-generation and filtered in Python (search._newest_held), are those the SQL filters
-inside its scan (search._newest_common), whatever the namespace, mask and kinds; and
-the relevance kept for the rows a query scored is what scoring them again gives."""
+"""All-common queries (every key term in more than search.COMMON_DF rows): the newest
+rows their expression matches, kept in the node cache for a generation and filtered in
+Python (search._newest_held), are those the SQL filters inside its scan
+(search._newest_common), whatever the namespace, mask and kinds (issue 21, round 6)."""
 
 from __future__ import annotations
 
@@ -15,9 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nervamem import MemoryStore
-from nervamem.recall import node_cache, relevance, search
-from nervamem.recall.candidates import NodeRow
-from nervamem.recall.node_cache import SearchFacts
+from nervamem.recall import node_cache, search
 
 pytestmark = pytest.mark.sqlite_only  # the node cache is SQLite's
 
@@ -123,58 +120,3 @@ def test_newest_lists_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         assert held.newest_rows == sum(map(len, held.newest.values())) <= 8
     held.clear()
     assert held.newest == {} and held.newest_rows == 0
-
-
-# ------------------------- an all-common query's relevance, kept for the same rows
-
-TEXT_WORDS = st.sampled_from([*WORDS, "the", "Alpha", "BETAS", "gamma's", "café", "\t"])
-TEXTS = st.lists(TEXT_WORDS, min_size=1, max_size=10).map(" ".join)
-
-
-SPANS = [(), (("2026-01-01", "2026-01-31"),)]
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    texts=st.lists(TEXTS, min_size=1, max_size=8),
-    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True),
-    dropped=st.sets(st.integers(min_value=0, max_value=7)),
-    shift=st.integers(min_value=1, max_value=7),
-)
-def test_an_all_common_query_scores_rows_as_it_did_only_for_the_same_rows(
-    texts: list[str], query: list[str], dropped: set[int], shift: int
-) -> None:
-    def row_of(seq: int, text: str) -> NodeRow:
-        return (f"n{seq}", "fact", text, f"2026-0{seq % 2 + 1}-05", None, "2026-01-01", 1.0, 0, seq)
-
-    rows = [row_of(seq, text) for seq, text in enumerate(texts, start=1)]
-    fewer = [row for n, row in enumerate(rows) if n not in dropped] or rows[:1]
-    # As many rows, others: the texts in another order under new seqs.
-    moved = texts[shift % len(texts) :] + texts[: shift % len(texts)]
-    others = [row_of(seq, text) for seq, text in enumerate(moved, start=100)]
-    matched: dict[int, list[str]] = {row[8]: [] for row in [*rows, *others]}
-    idf = {term: 1.0 + len(term) / 7 for term in WORDS}
-    kept = SearchFacts()
-
-    def scored(
-        chosen: list[NodeRow], spans: tuple[tuple[str, str], ...], facts: SearchFacts | None
-    ) -> list[tuple[str, float]]:
-        found = relevance.score_rows(chosen, matched, query, idf, len(query), query, spans, facts)
-        return [(node_id, c.relevance) for node_id, c in found.items()]
-
-    relevance._text_words.cache_clear()
-    for chosen in (rows, rows, fewer, rows, others, rows):
-        for spans in (*SPANS, *SPANS):
-            assert scored(chosen, spans, kept) == scored(chosen, spans, None)
-            assert tuple(row[8] for row in chosen) in [seqs for seqs, _ in kept.relevances.values()]
-
-
-def test_kept_relevances_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(node_cache, "MAX_RELEVANCE_QUERIES", 8)
-    held = node_cache.SearchFacts()
-    for n in range(20):
-        held.keep_relevances(("q", n), (n,), (1.0,))
-        assert len(held.relevances) <= 8
-    assert ("q", 19) in held.relevances and ("q", 0) not in held.relevances
-    held.clear()
-    assert held.relevances == {}
