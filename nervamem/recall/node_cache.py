@@ -23,7 +23,8 @@ Rules a reader must not break:
   those not used for longest dropped first (:class:`Recent`): ~800 B a row with its
   facts, ~25 MB after the peers workload at 100k nodes (32k distinct rows), ~45 MB at
   the caps (bench/results.md, "Node cache"); what search reads again (SearchFacts: the
-  scored texts' words, the key terms' postings) ~13 MB more there, ~35 MB at its caps.
+  scored texts' words, the key terms' postings) ~13 MB more there, ~35 MB at its caps;
+  all-common queries' newest rows ~0.4 MB more, ~1.3 MB at their cap.
 * Who reads it must not change what it returns (lists and rows are the cache's own).
 """
 
@@ -250,7 +251,7 @@ def admits(row: CachedRow, namespace: str, as_of: str | None, kinds: Sequence[st
 MAX_TEXTS = MAX_ROWS
 MAX_VOCABULARY = 4 * MAX_ROWS
 MAX_POSTING_ROWS = 2 * MAX_ROWS
-# Rows in the newest lists of common terms' expressions (SearchFacts.newest): ~2.5 MB.
+# Rows in the newest lists of common terms' expressions (SearchFacts.newest): ~1.3 MB.
 MAX_NEWEST_ROWS = MAX_POSTING_ROWS // 2
 
 Words = tuple[str, ...]
