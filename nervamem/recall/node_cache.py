@@ -23,7 +23,8 @@ Rules a reader must not break:
   those not used for longest dropped first (:class:`Recent`): ~800 B a row with its
   facts, ~25 MB after the peers workload at 100k nodes (32k distinct rows), ~45 MB at
   the caps (bench/results.md, "Node cache"); what search reads again (SearchFacts: the
-  scored texts' words, the key terms' postings) ~13 MB more there, ~35 MB at its caps.
+  scored texts' words, the key terms' postings) ~13 MB more there, ~35 MB at its caps;
+  all-common queries' newest rows ~0.4 MB more, ~1.3 MB at their cap.
 * Who reads it must not change what it returns (lists and rows are the cache's own).
 """
 
@@ -250,6 +251,8 @@ def admits(row: CachedRow, namespace: str, as_of: str | None, kinds: Sequence[st
 MAX_TEXTS = MAX_ROWS
 MAX_VOCABULARY = 4 * MAX_ROWS
 MAX_POSTING_ROWS = 2 * MAX_ROWS
+# Rows in the newest lists of common terms' expressions (SearchFacts.newest): ~1.3 MB.
+MAX_NEWEST_ROWS = MAX_POSTING_ROWS // 2
 
 Words = tuple[str, ...]
 # A text's words in order, and its distinct words less the stop words (relevance.py).
@@ -266,21 +269,28 @@ class SearchFacts:
     * ``postings``: a key term's rows (at most search.COMMON_DF), or None where it has
       more (a common term). They depend on the store's text only, not on the
       namespace, mask or kinds of a search.
+    * ``newest``: by MATCH expression of common terms, the newest rows it matches
+      (search.NEWEST_DEPTH at most, newest first; fewer: all of them), before the
+      namespace, mask and kinds, which search applies to them (issue 21, round 6).
     """
 
-    __slots__ = ("posting_rows", "postings", "texts", "vocabulary")
+    __slots__ = ("newest", "newest_rows", "posting_rows", "postings", "texts", "vocabulary")
 
     def __init__(self) -> None:
         self.texts: dict[int, TextAnalysis] = {}
         self.vocabulary: dict[str, str] = {}
         self.postings: dict[str, tuple[int, ...] | None] = {}
         self.posting_rows = 0
+        self.newest: dict[str, tuple[int, ...]] = {}
+        self.newest_rows = 0
 
     def clear(self) -> None:
         self.texts.clear()
         self.vocabulary.clear()
         self.postings.clear()
         self.posting_rows = 0
+        self.newest.clear()
+        self.newest_rows = 0
 
     def interned(self, words: list[str]) -> Words:
         vocabulary = self.vocabulary
@@ -300,19 +310,40 @@ class SearchFacts:
                 del texts[old]
 
     def keep_postings(self, term: str, rows: tuple[int, ...] | None) -> None:
-        postings = self.postings
-        self.posting_rows += len(rows or ())
-        postings[term] = rows
-        if self.posting_rows > MAX_POSTING_ROWS or len(postings) > MAX_NODES:
-            rows_left, terms_left = _below(MAX_POSTING_ROWS), _below(MAX_NODES)
-            for old in list(postings):
-                if self.posting_rows <= rows_left and len(postings) <= terms_left:
-                    break
-                self.posting_rows -= len(postings.pop(old) or ())
+        self.posting_rows = _keep_rows(
+            self.postings, term, rows, self.posting_rows, MAX_POSTING_ROWS
+        )
+
+    def keep_newest(self, expression: str, rows: tuple[int, ...]) -> None:
+        self.newest_rows = _keep_rows(
+            self.newest, expression, rows, self.newest_rows, MAX_NEWEST_ROWS
+        )
 
 
 def _below(cap: int) -> int:
     return cap - cap // 8
+
+
+Rows = TypeVar("Rows", bound=tuple[int, ...] | None)
+
+
+def _keep_rows(table: dict[str, Rows], key: str, rows: Rows, held: int, max_rows: int) -> int:
+    """Keep ``rows`` under ``key`` in ``table`` that held ``held`` rows; past ``max_rows``
+    rows or MAX_NODES keys, the first kept are dropped down to 7/8 of both. The rows
+    held after."""
+    held += _count(rows)
+    table[key] = rows
+    if held > max_rows or len(table) > MAX_NODES:
+        rows_left, keys_left = _below(max_rows), _below(MAX_NODES)
+        for old in list(table):
+            if held <= rows_left and len(table) <= keys_left:
+                break
+            held -= _count(table.pop(old))
+    return held
+
+
+def _count(rows: tuple[int, ...] | None) -> int:
+    return 0 if rows is None else len(rows)
 
 
 # ------------------------------------- short IDs and rivals of a recall's items (issue 21)

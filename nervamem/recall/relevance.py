@@ -77,8 +77,9 @@ def score_rows(
     # is checked by _holds_run instead.
     phrased = len(terms) > 1
     phrase: re.Pattern[str] | None = None
-    # The query's common roots, listed once a call, not per row.
+    # The query's common roots, listed once a call, not per row, and how to find them.
     common_roots = _listed_roots(_common_roots(common))
+    common_in = _common_in_ascii_apart if _apart(common_roots) else _common_in_ascii_flat
     finder: re.Pattern[str] | None = None  # only for a text that is not ASCII
     ascii_terms = all(term.isascii() for term in terms)
     analyses = [_text_words(row[2]) for row in rows] if texts is None else _analysed(rows, texts)
@@ -102,7 +103,7 @@ def score_rows(
                 finder = finder or _common_pattern(common)
                 found_common = {m.lastindex for m in finder.finditer(text) if m.lastindex}
             else:
-                found_common = _common_in_ascii_flat(lowered, common_roots)
+                found_common = common_in(lowered, common_roots)
             if found_common:
                 keys = keys + [common[i - 1] for i in sorted(found_common)]
         norm = k1_plus_1 / (1 + BM25_K1 * (one_minus_b + BM25_B * len(text) / average))
@@ -243,6 +244,37 @@ def _common_in_ascii_flat(lowered: str, flat: Sequence[tuple[str, int, int, int]
     return found
 
 
+def _apart(flat: Sequence[tuple[str, int, int, int]]) -> bool:
+    """Whether roots (:func:`_listed_roots`) of letters and digits only, no root of one
+    term starting another term's: then two matches never start at the same place, nor
+    one inside another (no word starts inside a run of letters and digits), and a term
+    is found where any of its roots starts a word (:func:`_common_in_ascii_apart`)."""
+    return all(root.isalnum() for root, _, _, _ in flat) and not any(
+        one.startswith(other)
+        for one, number, _, _ in flat
+        for other, other_number, _, _ in flat
+        if number != other_number
+    )
+
+
+def _common_in_ascii_apart(lowered: str, flat: Sequence[tuple[str, int, int, int]]) -> set[int]:
+    """:func:`_common_in_ascii_flat` for roots that are :func:`_apart`: each term's
+    first place where one of its roots starts a word is enough, no places are listed
+    and sorted. An all-common query's ~150 rows each hold every term."""
+    found: set[int] = set()
+    find = lowered.find
+    for root, number, _, _ in flat:
+        if number in found:
+            continue
+        at = find(root)
+        while at != -1:
+            if at == 0 or not lowered[at - 1].isalnum():
+                found.add(number)
+                break
+            at = find(root, at + 1)
+    return found
+
+
 def _split_text(text: str) -> TextAnalysis:
     """:func:`words_of` the text, and its distinct words that are not stop words."""
     return _analysis(tuple(words_of(text)))
@@ -334,25 +366,31 @@ def _proximity(
         return None
     total = sum(weight for _, _, weight in pairs)
 
-    # Each pair with its two keys, so a row's check reads no list by index.
-    keyed = [(keys[a], keys[b], a, b, weight) for a, b, weight in pairs]
+    # Each pair with its two keys and roots, so a row's check reads no list by index.
+    keyed = [(keys[a], keys[b], roots[a], roots[b], a, b, weight) for a, b, weight in pairs]
     starts = str.startswith
+    window = PROXIMITY_WINDOW
 
     def boost(words: Sequence[str], matched: Sequence[str]) -> float:
-        held = set(matched)
+        # ``matched``: a few keys; looked up as they are, no set made a row.
         # Where a key starts a word: a pass in C per key, made when a pair held asks.
         where: dict[int, list[int]] = {}
         earned: float = 0  # as sum() adds: 0, then each weight earned, in pair order
-        for key_a, key_b, a, b, weight in keyed:
-            if key_a not in held or key_b not in held:
+        for key_a, key_b, root_a, root_b, a, b, weight in keyed:
+            if key_a not in matched or key_b not in matched:
                 continue
             first = where.get(a)
             if first is None:
-                first = where[a] = list(compress(count(), map(starts, words, repeat(roots[a]))))
+                first = where[a] = list(compress(count(), map(starts, words, repeat(root_a))))
             second = where.get(b)
             if second is None:
-                second = where[b] = list(compress(count(), map(starts, words, repeat(roots[b]))))
-            if first and second and _within(first, second, PROXIMITY_WINDOW):
+                second = where[b] = list(compress(count(), map(starts, words, repeat(root_b))))
+            if not first or not second:
+                continue
+            if len(first) == 1 and len(second) == 1:  # nearly every row: no call
+                if -window <= first[0] - second[0] <= window:
+                    earned += weight
+            elif _within(first, second, window):
                 earned += weight
         return PROXIMITY_WEIGHT * earned / total
 

@@ -8,7 +8,7 @@ import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from nervamem import MemoryStore
@@ -160,6 +160,22 @@ def test_common_terms_in_ascii_text_are_found_as_the_pattern_finds_them(
     expected = {m.lastindex for m in pattern.finditer(text) if m.lastindex} if pattern else set()
     roots = relevance._common_roots(common)
     assert relevance._common_in_ascii(text.lower(), roots) == expected
+
+
+@given(text=TEXT_WITH_VERBS, common=COMMON_TERMS)
+@settings(max_examples=400, deadline=None)
+def test_common_terms_apart_are_found_as_the_pattern_finds_them(
+    text: str, common: list[str]
+) -> None:
+    """Where no term's root starts another term's (relevance._apart), each term's first
+    root at a word start finds what the pattern finds (issue 21, round 6)."""
+    from nervamem.recall import relevance
+
+    pattern = relevance._common_matcher(common)
+    expected = {m.lastindex for m in pattern.finditer(text) if m.lastindex} if pattern else set()
+    flat = relevance._listed_roots(relevance._common_roots(common))
+    assume(relevance._apart(flat))
+    assert relevance._common_in_ascii_apart(text.lower(), flat) == expected
 
 
 POSITIONS = st.lists(st.integers(min_value=0, max_value=60), unique=True).map(sorted)
