@@ -166,16 +166,17 @@ def cached_rows(
     index), from ``facts`` where it holds the rows; the others are read unfiltered,
     kept, and filtered like the cached ones (node_cache.admits)."""
     by_seq = column == "seq"
-    cached, touch, seq_of = facts.rows.get, facts.rows.move_to_end, facts.ids.get
+    table = facts.rows
+    settled, fresh, used, seq_of = table.entries.get, table.fresh.get, table.used, facts.ids.get
     found = []
     missing = []
     for key in keys:  # inlined: ~150 rows a stage, every recall
         seq = key if by_seq else seq_of(key)
-        row = None if seq is None else cached(seq)
+        row = None if seq is None else settled(seq) or fresh(seq)
         if row is None:
             missing.append(key)
         else:
-            touch(row[8])  # the least recently used rows are dropped first
+            used[row[8]] = None  # marked used: the rows not used for longest go first
             found.append(row)
     if missing:
         for row in conn.execute(

@@ -31,10 +31,11 @@ Rules a reader must not break:
 from __future__ import annotations
 
 import weakref
-from collections.abc import Hashable, Iterable, Sequence
-from itertools import islice
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from gc import is_tracked
+from itertools import chain, islice
 from sys import intern
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
 from .. import conflicts, nodes
 from ..storage.engine import SQLITE
@@ -56,46 +57,112 @@ CachedRow = tuple[str, str, str, str, str | None, str, float, int, int, str, int
 CACHED_COLUMNS_TAIL = ", n.namespace, n.tombstoned"
 
 
-class Recent(dict[K, V]):
-    """A dict that drops what was not used for longest (the CLOCK approximation of LRU):
-    :meth:`move_to_end` only marks a key as used; :meth:`evict` walks the oldest
+class Recent(Generic[K, V]):
+    """A table that drops what was not used for longest (the CLOCK approximation of
+    LRU): :meth:`move_to_end` only marks a key as used; :meth:`evict` walks the oldest
     entries, moves the used ones to the end (unmarked) and drops the others, in a batch.
 
     Not an OrderedDict: when one grows past a size (5,461, 10,922, 21,845 entries ...)
     or has churned through its free slots, it rebuilds its linked list by looking up
     every key: 13-28 ms in the middle of one recall at 100k nodes (bench/results.md,
     "First recall"). A plain dict's resize copies its entries and their stored hashes.
+
+    Out of the cyclic GC's way: a full collection walks every entry of a tracked dict,
+    ~5-8 ms over the tables at 100k nodes, inside whichever recall it lands in. A plain
+    dict whose keys and values the GC does not track stays untracked (a dict subclass
+    or a set never is), and a new tuple is tracked until a collection has seen that it
+    holds only strings and numbers. So a value that is still tracked waits in
+    ``fresh`` (a few hundred entries) and :meth:`settle`, at the start of each recall,
+    moves those the GC has let go of into ``entries``, which then never gets tracked
+    (bench/results.md, "The GC and the caches, round 6"). Readers on a hot path look a
+    key up in ``entries``, then in ``fresh`` (as :meth:`get` does).
     """
 
-    __slots__ = ("used",)
+    __slots__ = ("entries", "fresh", "used")
 
     def __init__(self) -> None:
-        super().__init__()
-        self.used: set[K] = set()
+        self.entries: dict[K, V] = {}
+        self.fresh: dict[K, V] = {}
+        self.used: dict[K, None] = {}  # the keys marked used (a dict: a set is tracked)
+
+    def get(self, key: K) -> V | None:
+        value = self.entries.get(key)
+        return self.fresh.get(key) if value is None else value
+
+    def __getitem__(self, key: K) -> V:
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: K, value: V) -> None:
+        if is_tracked(value):
+            self.entries.pop(key, None)
+            self.fresh[key] = value
+        else:
+            self.fresh.pop(key, None)
+            self.entries[key] = value
+
+    def __delitem__(self, key: K) -> None:
+        if self.entries.pop(key, _MISSING) is _MISSING:
+            del self.fresh[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.entries or key in self.fresh
+
+    def __len__(self) -> int:
+        return len(self.entries) + len(self.fresh)
+
+    def __iter__(self) -> Iterator[K]:
+        return chain(self.entries, self.fresh)
+
+    def items(self) -> list[tuple[K, V]]:
+        return [*self.entries.items(), *self.fresh.items()]
+
+    def values(self) -> list[V]:
+        return [*self.entries.values(), *self.fresh.values()]
+
+    def keys(self) -> list[K]:
+        return [*self.entries, *self.fresh]
 
     def move_to_end(self, key: K) -> None:
         """Mark ``key`` as used (the name of OrderedDict's, which callers use)."""
-        self.used.add(key)
+        self.used[key] = None
 
     def clear(self) -> None:
-        super().clear()
+        self.entries.clear()
+        self.fresh.clear()
         self.used.clear()
+
+    def settle(self) -> None:
+        """Move the fresh values that the GC no longer tracks into ``entries``."""
+        fresh = self.fresh
+        if fresh:
+            entries = self.entries
+            for key, value in list(fresh.items()):
+                if not is_tracked(value):
+                    entries[key] = value
+                    del fresh[key]
 
     def evict(self, limit: int) -> list[V]:
         """Above ``limit`` entries: drop down to 7/8 of it (room for the next recalls'
         entries without a batch each), the entries not used since the last eviction
-        first; the values dropped."""
+        first, the fresh ones last; the values dropped."""
         dropped: list[V] = []
         keep = limit - limit // 8
         used = self.used
-        while len(self) > keep:
-            for key in list(islice(self, len(self) - keep)):
-                if key in used:
-                    used.discard(key)
-                    self[key] = self.pop(key)  # a second chance: to the end
-                else:
-                    dropped.append(self.pop(key))
+        for table in (self.entries, self.fresh):
+            while table and len(self) > keep:
+                for key in list(islice(table, len(self) - keep)):
+                    if key in used:
+                        del used[key]
+                        table[key] = table.pop(key)  # a second chance: to the end
+                    else:
+                        dropped.append(table.pop(key))
         return dropped
+
+
+_MISSING = object()
 
 
 class NodeFacts:
@@ -134,6 +201,11 @@ class NodeFacts:
         self.short.clear()
         self.supersedes.clear()
 
+    def settle(self) -> None:
+        """Each table's :meth:`Recent.settle`: ~0.1 us a value kept since the last."""
+        for table in (self.rows, self.neighbours, self.causal, self.search.texts):
+            table.settle()
+
     def keep_row(self, row: CachedRow) -> None:
         node_id, kind, content, valid_from, valid_until, recorded_at = row[:6]
         # ~20 % of a row's bytes: one string for a kind and a namespace, and one for the
@@ -162,14 +234,16 @@ def held(table: Recent[str, V], ids: Iterable[str]) -> tuple[dict[str, V], list[
     (marked as used), and the IDs it holds none for, in their order."""
     known: dict[str, V] = {}
     unknown: list[str] = []
-    used = table.used.add
+    settled, fresh, used = table.entries.get, table.fresh.get, table.used
     for node_id in ids:
-        value = table.get(node_id)
+        value = settled(node_id)
         if value is None:
-            unknown.append(node_id)
-        else:
-            used(node_id)
-            known[node_id] = value
+            value = fresh(node_id)
+            if value is None:
+                unknown.append(node_id)
+                continue
+        used[node_id] = None
+        known[node_id] = value
     return known, unknown
 
 
@@ -203,6 +277,8 @@ def for_recall(storage: Storage) -> NodeFacts | None:
     if facts.generation != generation:
         facts.clear()
         facts.generation = generation
+    else:
+        facts.settle()
     return facts
 
 
@@ -277,7 +353,7 @@ class SearchFacts:
     __slots__ = ("newest", "newest_rows", "posting_rows", "postings", "texts", "vocabulary")
 
     def __init__(self) -> None:
-        self.texts: dict[int, TextAnalysis] = {}
+        self.texts: Recent[int, TextAnalysis] = Recent()  # never marked: first in, first out
         self.vocabulary: dict[str, str] = {}
         self.postings: dict[str, tuple[int, ...] | None] = {}
         self.posting_rows = 0
@@ -306,8 +382,7 @@ class SearchFacts:
         texts = self.texts
         texts[seq] = analysis
         if len(texts) > MAX_TEXTS:
-            for old in list(islice(texts, len(texts) - _below(MAX_TEXTS))):
-                del texts[old]
+            texts.evict(MAX_TEXTS)
 
     def keep_postings(self, term: str, rows: tuple[int, ...] | None) -> None:
         self.posting_rows = _keep_rows(

@@ -292,10 +292,10 @@ _text_words = functools.lru_cache(maxsize=TEXT_CACHE_SIZE)(_split_text)
 def _analysed(rows: Sequence[NodeRow], texts: SearchFacts) -> list[TextAnalysis]:
     """:func:`_split_text` of each row's text, from ``texts`` where it holds the row's
     seq; the others are split with their words interned, and kept."""
-    held = texts.texts.get
+    settled, fresh = texts.texts.entries.get, texts.texts.fresh.get
     analyses = []
     for row in rows:
-        analysis = held(row[8])
+        analysis = settled(row[8]) or fresh(row[8])
         if analysis is None:
             analysis = _analysis(texts.interned(words_of(row[2])))
             texts.keep_text(row[8], analysis)
