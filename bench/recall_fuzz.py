@@ -6,14 +6,15 @@ recall faster without changing it must write the same bytes for every seed.
 
 Each seed builds a store op by op at a fixed, advancing clock and seeded IDs: a small
 vocabulary (so that terms are common with search.COMMON_DF patched low, the same in
-both checkouts, as are PRE_LIMIT and, where a checkout has them, the node cache's
-NEWEST_DEPTH and MAX_NEWEST_ROWS), several namespaces, kinds, supersedes, forgets and
-purges (a purged newest node's seq is reused), validity starting in the future or
-ended, non-ASCII, digits, tabs and control characters; between the writes, recalls
-(repeated: the node cache serves the second), with ``--as-of``, ``--known-at``,
-kinds, hops, with and without the node cache, timelines, a write from a second
-connection, a rolled-back batch and a namespace switch. Every recall's Markdown and
-its items' IDs, scores and factors are written (issue 21, round 6's review).
+both checkouts, as are PRE_LIMIT, the node cache's MAX_ROWS and MAX_NODES and, where
+a checkout has them, NEWEST_DEPTH and MAX_NEWEST_ROWS), several namespaces, kinds,
+supersedes, forgets and purges (a purged newest node's seq is reused), validity
+starting in the future or ended, non-ASCII, digits, tabs and control characters;
+between the writes, recalls (repeated: the node cache serves the second), with
+``--as-of``, ``--known-at``, kinds, hops, with and without the node cache, timelines,
+a write from a second connection, a rolled-back batch and a namespace switch. Every
+recall's Markdown and its items' IDs, scores and factors are written (issue 21, round
+6's review).
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ def run_case(seed: int, checkout_has_newest: bool) -> list[Any]:
     else:  # draw the same numbers
         r.choice([1, 2, 3, 8])
         r.choice([3, 12, 10_000])
+    # Small caps in both: rows dropped and read again, keys of every table evicted.
+    node_cache.MAX_ROWS = r.choice([8, 40, 32_768, 32_768])
+    node_cache.MAX_NODES = r.choice([4, 32_768, 32_768])
     cached = r.random() < 0.7
     original = api.for_recall
     api.for_recall = original if cached else (lambda storage: None)  # type: ignore[assignment]
