@@ -3,6 +3,7 @@ recall faster without changing it must write the same bytes for every seed.
 
     python bench/recall_fuzz.py compare /tmp/base . --seeds 0:300
     python bench/recall_fuzz.py run CHECKOUT OUT.json --seeds 0:300   # one side
+    python bench/recall_fuzz.py newest --seeds 0:300   # _newest_held against its SQL
 
 Each seed builds a store op by op at a fixed, advancing clock and seeded IDs: a small
 vocabulary (so that terms are common with search.COMMON_DF patched low, the same in
@@ -185,6 +186,36 @@ def run_case(seed: int, checkout_has_newest: bool) -> list[Any]:
     return out
 
 
+def check_newest(seeds: range) -> int:
+    """In this checkout, every search._newest_held answer of the cases against
+    search._newest_common's on the same store at the same moment."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from nervamem.recall import search
+
+    held = search._newest_held
+    counts = {"fell back to the SQL": 0, "the same, empty": 0, "the same": 0, "differing": 0}
+
+    def compared(conn: Any, facts: Any, common: Any, namespace: Any, as_of: Any, kinds: Any) -> Any:
+        found = held(conn, facts, common, namespace, as_of, kinds)
+        by_sql = search._newest_common(
+            conn, common, namespace, search._filters(as_of, kinds, apply_mask=True)
+        )
+        if found is None:
+            counts["fell back to the SQL"] += 1
+        elif found == by_sql:
+            counts["the same" if found else "the same, empty"] += 1
+        else:
+            counts["differing"] += 1
+            print("differing:", common, namespace, as_of, kinds, sorted(found), sorted(by_sql))
+        return found
+
+    search._newest_held = compared
+    for seed in seeds:
+        run_case(seed, checkout_has_newest=True)
+    print(", ".join(f"{count} {what}" for what, count in counts.items()))
+    return 1 if counts["differing"] else 0
+
+
 def _seeds(spec: str) -> range:
     first, last = spec.split(":")
     return range(int(first), int(last))
@@ -237,6 +268,8 @@ def compare(left: Path, right: Path, seeds: str) -> int:
 def main() -> int:
     mode = sys.argv[1]
     seeds = sys.argv[sys.argv.index("--seeds") + 1] if "--seeds" in sys.argv else "0:100"
+    if mode == "newest":
+        return check_newest(_seeds(seeds))
     if mode == "run":
         return run(Path(sys.argv[2]).resolve(), Path(sys.argv[3]), _seeds(seeds))
     return compare(Path(sys.argv[2]).resolve(), Path(sys.argv[3]).resolve(), seeds)
