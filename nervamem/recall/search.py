@@ -6,7 +6,9 @@ Rules a reader must not break:
   (recall/mask.py; the timeline asks for none, ``apply_mask=False``, and still never
   sees a tombstoned node). Where an FTS5 scan picks the newest rows up to a LIMIT,
   the filters are inside the scan, so that another namespace's or a masked node's
-  rows never crowd out the ones recall may show.
+  rows never crowd out the ones recall may show; the newest rows the node cache keeps
+  unfiltered (:func:`_newest_held`) decide only when PRE_LIMIT of them pass the
+  filters or none older exists, else that scan runs.
 * Cost is bounded by the rare terms, never by the corpus (see :func:`search`).
 
 How a hit's text is scored is recall/relevance.py; this module finds the hits and reads
@@ -74,8 +76,8 @@ def search(
     facts: NodeFacts | None = None,
 ) -> dict[str, Candidate]:
     """Find and score the nodes that match the query's key terms. With ``facts``
-    (recall/node_cache.py), the key terms' postings, the candidates' rows and their
-    texts' words are read from it where it holds them.
+    (recall/node_cache.py), the key terms' postings, an all-common query's newest rows,
+    the candidates' rows and their texts' words are read from it where it holds them.
 
     The three stages of concepts.md (phrase, all terms, any term) are folded into one
     score instead of being tried as tiers: a node's relevance is the summed IDF of the

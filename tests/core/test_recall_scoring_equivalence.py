@@ -201,12 +201,8 @@ PHRASE_TERMS = st.lists(st.sampled_from(["auth", "token", "a1", "x", "9"]), min_
 def test_phrase_as_a_run_of_words_is_the_phrase_pattern(parts: list[str], terms: list[str]) -> None:
     """In printable ASCII text, the query's terms as consecutive words is what
     score_rows' phrase pattern finds."""
-    import re
-
     text = " ".join(parts)
-    pattern = re.compile(
-        r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, terms)) + r"(?![^\W_])", re.I
-    )
+    pattern = relevance._phrase_pattern(terms)  # compiled only where a text needs it
     words = tuple(relevance.words_of(text))
     assert relevance._holds_run(words, terms) == (pattern.search(text) is not None)
 
@@ -235,3 +231,28 @@ def test_candidate_of_a_row_is_the_constructed_candidate(row: NodeRow, score: fl
     assert [getattr(made, name) for name in Candidate.__slots__] == [
         getattr(built, name) for name in Candidate.__slots__
     ]
+
+
+@pytest.mark.parametrize(
+    ("phrase", "apart"),
+    [
+        ("café auth token", "auth café token"),  # not ASCII: the pattern decides
+        ("x\tauth token", "auth x\ttoken"),  # a tab is not printable
+        ("auth\x07token", "token\x07auth"),  # nor a control character, one word here
+        ("AUTH token", "token AUTH"),  # printable ASCII: the run of words decides
+    ],
+)
+def test_the_phrase_boost_is_earned_in_any_text(phrase: str, apart: str) -> None:
+    """The phrase pattern, compiled only for a text that needs it (issue 21, round 6),
+    boosts a row holding the terms in order, not one holding them apart, whatever the
+    text's characters: the two rows differ by PHRASE_BOOST alone."""
+    rows: list[NodeRow] = [
+        (f"n{seq}", "fact", text, "2026-01-01", None, "2026-01-01", 1.0, 0, seq)
+        for seq, text in enumerate([apart, phrase], start=1)
+    ]
+    terms = ["auth", "token"]
+    relevance._text_words.cache_clear()
+    idf = dict.fromkeys(terms, 1.0)
+    found = relevance.score_rows(rows, dict.fromkeys([1, 2], terms), [], idf, 2, terms)
+    assert found["n2"].relevance == 1.0
+    assert found["n1"].relevance == pytest.approx(1 / relevance.PHRASE_BOOST)
