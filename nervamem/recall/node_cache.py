@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from gc import is_tracked
+from gc import get_count, is_tracked
 from itertools import chain, islice
 from sys import intern
 from typing import TYPE_CHECKING, Generic, TypeVar, cast
@@ -170,6 +170,7 @@ class NodeFacts:
 
     __slots__ = (
         "causal",
+        "collections",
         "degree",
         "generation",
         "ids",
@@ -182,6 +183,8 @@ class NodeFacts:
 
     def __init__(self) -> None:
         self.generation: tuple[int, int, int] | None = None
+        # The GC's collection counters when the tables last settled (see settle).
+        self.collections: tuple[int, ...] | None = None
         self.rows: Recent[int, CachedRow] = Recent()  # by seq
         self.ids: dict[str, int] = {}  # seq of each cached row's ID
         self.degree: Recent[str, int] = Recent()
@@ -202,7 +205,19 @@ class NodeFacts:
         self.supersedes.clear()
 
     def settle(self) -> None:
-        """Each table's :meth:`Recent.settle`: ~0.1 us a value kept since the last."""
+        """Each table's :meth:`Recent.settle` (~0.1 us a fresh value), when the GC
+        collected since the tables last settled: only a collection lets go of a value.
+        A repeat recall at 100k nodes allocates too little to start one (~10 young
+        collections over 220 of them), and a text's analysis (a tuple of tuples)
+        waits for a middle generation's collection, so ``fresh`` held 1-2k values that every recall
+        checked again in vain: ~0.4 ms a recall (bench/results.md, "Settling only after
+        a collection"). The counters (young collections since the last middle one,
+        middle ones since the last full one) come back to the same pair only after a
+        full collection, and then at worst values wait in ``fresh`` for the next."""
+        collections = get_count()[1:]
+        if collections == self.collections:
+            return
+        self.collections = collections
         for table in (self.rows, self.neighbours, self.causal, self.search.texts):
             table.settle()
 

@@ -626,3 +626,19 @@ def test_texts_past_the_cap_are_dropped_in_a_batch_the_first_kept_first(
     for seq in range(17, 19):
         search.keep_text(seq, ((), ()))
     assert list(search.texts) == list(range(3, 19))
+
+
+def test_the_tables_settle_only_after_the_gc_collected(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only a collection lets go of a value, so between two collections a settle would
+    # check every fresh value in vain (~0.4 ms a repeat recall at 100k nodes).
+    counters = [(5, 3, 1)]
+    monkeypatch.setattr(node_cache, "get_count", lambda: counters[0])
+    facts = node_cache.NodeFacts()
+    facts.settle()
+    facts.rows.fresh[1] = ("f0001", "fact")  # as if a collection had let go of it since
+    assert not gc.is_tracked(facts.rows.fresh[1])
+    facts.settle()  # no collection since the last settle: not looked at
+    assert 1 in facts.rows.fresh and 1 not in facts.rows.entries
+    counters[0] = (5, 4, 1)  # a young collection
+    facts.settle()
+    assert facts.rows.entries == {1: ("f0001", "fact")} and not facts.rows.fresh
