@@ -78,12 +78,14 @@ class Recent(Generic[K, V]):
     key up in ``entries``, then in ``fresh`` (as :meth:`get` does).
     """
 
-    __slots__ = ("entries", "fresh", "used")
+    __slots__ = ("entries", "fresh", "used", "waiting")
 
     def __init__(self) -> None:
         self.entries: dict[K, V] = {}
         self.fresh: dict[K, V] = {}
         self.used: dict[K, None] = {}  # the keys marked used (a dict: a set is tracked)
+        # How many of ``fresh``'s first values the last settle found still tracked.
+        self.waiting = 0
 
     def get(self, key: K) -> V | None:
         value = self.entries.get(key)
@@ -133,16 +135,26 @@ class Recent(Generic[K, V]):
         self.entries.clear()
         self.fresh.clear()
         self.used.clear()
+        self.waiting = 0
 
-    def settle(self) -> None:
-        """Move the fresh values that the GC no longer tracks into ``entries``."""
+    def settle(self, older_too: bool = True) -> None:
+        """Move the fresh values that the GC no longer tracks into ``entries``. Without
+        ``older_too`` (only young collections since the last settle), the values that
+        the last settle found still tracked are not looked at again: nearly all of them
+        a young collection had seen, so they are older than what it collects (a text's
+        analysis, a tuple of tuples, waits for a middle collection). New values go to
+        the end of ``fresh``, so those are its first ``waiting``. A value kept after
+        the last collection, put there again or dropped only shifts which values wait
+        for the next settle with ``older_too``: a key is found all the same."""
         fresh = self.fresh
         if fresh:
             entries = self.entries
-            for key, value in list(fresh.items()):
+            start = 0 if older_too else min(self.waiting, len(fresh))
+            for key, value in list(islice(fresh.items(), start, None)):
                 if not is_tracked(value):
                     entries[key] = value
                     del fresh[key]
+        self.waiting = len(fresh)
 
     def evict(self, limit: int) -> list[V]:
         """Above ``limit`` entries: drop down to 7/8 of it (room for the next recalls'
@@ -209,17 +221,20 @@ class NodeFacts:
         collected since the tables last settled: only a collection lets go of a value.
         A repeat recall at 100k nodes allocates too little to start one (~10 young
         collections over 220 of them), and a text's analysis (a tuple of tuples)
-        waits for a middle generation's collection, so ``fresh`` held 1-2k values that every recall
-        checked again in vain: ~0.4 ms a recall (bench/results.md, "Settling only after
+        waits for a middle collection: ``fresh`` held 1-2k values that every recall
+        checked again in vain, ~0.4 ms a recall (bench/results.md, "Settling only after
         a collection"). The counters (young collections since the last middle one,
         middle ones since the last full one) come back to the same pair only after a
         full collection, and then at worst values wait in ``fresh`` for the next."""
         collections = get_count()[1:]
-        if collections == self.collections:
+        last = self.collections
+        if collections == last:
             return
         self.collections = collections
+        # A middle or full collection resets the young count and moves the middle one.
+        older_too = last is None or collections[1] != last[1] or collections[0] < last[0]
         for table in (self.rows, self.neighbours, self.causal, self.search.texts):
-            table.settle()
+            table.settle(older_too)
 
     def keep_row(self, row: CachedRow) -> None:
         node_id, kind, content, valid_from, valid_until, recorded_at = row[:6]
