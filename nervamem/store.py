@@ -98,6 +98,8 @@ class MemoryStore:
 
     @property
     def connection(self) -> Connection:
+        # Whoever reads the store through it sees every recall's access counts.
+        self.storage.flush_access_counts()
         return self.storage.connection
 
     @property
