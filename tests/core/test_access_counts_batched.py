@@ -29,9 +29,8 @@ pytestmark = pytest.mark.sqlite_only  # PostgreSQL writes them at once: test_pos
 def committed(db_path: Path, node_id: str) -> int:
     """The access count another connection reads."""
     with closing(sqlite3.connect(db_path)) as conn:
-        return int(
-            conn.execute("SELECT access_count FROM mem_nodes WHERE id = ?", (node_id,)).fetchone()[0]
-        )
+        row = conn.execute("SELECT access_count FROM mem_nodes WHERE id = ?", (node_id,))
+        return int(row.fetchone()[0])
 
 
 @pytest.fixture(autouse=True)
