@@ -434,6 +434,11 @@ class MemoryServer:
             self._store.close()
             self._store = None
 
+    def flush_access_counts(self) -> None:
+        """Write the access counts that recalls left in memory (server.py, each second)."""
+        if self._store is not None:
+            self._store.flush_access_counts()
+
     def store(self) -> MemoryStore:
         """The store the CLI would use now, open; the active namespace and session read
         again from state.yaml."""
