@@ -27,6 +27,7 @@ batched"). Rules a reader must not break:
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import weakref
 from time import monotonic
@@ -59,7 +60,7 @@ class PendingCounts:
     """The counts of a SQLite store's recalls not written yet: by ID, how many accesses
     and the time of the last (as the UPDATE of each recall would have left them)."""
 
-    __slots__ = ("added", "finalizer", "last", "recalls", "since", "storage")
+    __slots__ = ("__weakref__", "added", "finalizer", "last", "recalls", "since", "storage")
 
     def __init__(self, storage: SQLiteStorage) -> None:
         self.storage = weakref.ref(storage)
@@ -71,6 +72,14 @@ class PendingCounts:
         self.finalizer = weakref.finalize(
             storage, _write_left, storage.connection, self.added, self.last
         )
+        _every_pending.add(self)
+
+    def forget(self) -> None:
+        """In a forked child: the parent writes these counts; written twice otherwise."""
+        self.finalizer.detach()
+        self.added.clear()
+        self.last.clear()
+        self.recalls = 0
 
     def add(self, ids: list[str], now: str) -> None:
         added, last = self.added, self.last
@@ -106,6 +115,18 @@ class PendingCounts:
             self.finalizer.detach()
             self.added.clear()
             self.last.clear()
+
+
+_every_pending: weakref.WeakSet[PendingCounts] = weakref.WeakSet()
+
+
+def _forget_in_child() -> None:
+    for pending in list(_every_pending):
+        pending.forget()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _write(

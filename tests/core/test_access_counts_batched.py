@@ -258,3 +258,28 @@ def test_a_killed_process_loses_the_pending_counts_only(
     assert committed(db_path, shown) == FLUSH_EVERY
     with MemoryStore(db_path) as again:
         assert [item.id for item in again.recall("redis cache").items] == [shown]
+
+
+_RECALL_AND_FORK = """
+import os, sys
+from nervamem import MemoryStore
+memory = MemoryStore(sys.argv[1])
+memory.recall("redis cache")
+memory.recall("redis cache")
+child = os.fork()
+if child == 0:
+    sys.exit(0)  # the interpreter's exit: its finalizers run in the child too
+os.waitpid(child, 0)
+memory.close()
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork here")
+def test_a_forked_child_does_not_write_its_parents_counts(
+    make_store: Callable[..., MemoryStore], db_path: Path
+) -> None:
+    memory = make_store()
+    shown = memory.store("fact", "redis is the session cache")
+    memory.close()
+    subprocess.run([sys.executable, "-c", _RECALL_AND_FORK, str(db_path)], check=True)
+    assert committed(db_path, shown) == 2
