@@ -7,7 +7,6 @@ collected or the interpreter exits while it is open."""
 from __future__ import annotations
 
 import gc
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from nervamem.recall import access_counts
 from nervamem.recall.access_counts import FLUSH_EVERY
 
 from ..conftest import CountingRandom, FakeClock
+from .test_recall_checkpoint import killed_once_ready
 
 pytestmark = pytest.mark.sqlite_only  # PostgreSQL writes them at once: test_postgres_*
 
@@ -240,21 +240,8 @@ def test_a_killed_process_loses_the_pending_counts_only(
     memory = make_store()
     shown = memory.store("fact", "redis is the session cache")
     memory.close()
-    recalls = FLUSH_EVERY + 3
-    with subprocess.Popen(
-        [sys.executable, "-c", _RECALL_THEN_WAIT, str(db_path), str(recalls)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    ) as process:
-        try:
-            assert process.stdout is not None
-            assert process.stdout.readline().strip() == "ready"
-        finally:
-            process.send_signal(signal.SIGKILL)
-            process.wait()
-    with closing(sqlite3.connect(db_path)) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    with killed_once_ready(_RECALL_THEN_WAIT, db_path, FLUSH_EVERY + 3):
+        pass
     assert committed(db_path, shown) == FLUSH_EVERY
     with MemoryStore(db_path) as again:
         assert [item.id for item in again.recall("redis cache").items] == [shown]

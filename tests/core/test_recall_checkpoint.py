@@ -10,8 +10,8 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
-from contextlib import closing
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -115,16 +115,13 @@ while True:
 """
 
 
-def test_a_killed_recalling_process_leaves_a_consistent_store(
-    make_store: Callable[..., MemoryStore], db_path: Path
-) -> None:
-    """SIGKILL while recalling (a checkpoint may be under way in its thread): the store
-    passes an integrity check, holds every memory and every count committed before."""
-    memory = make_store()
-    ids = [memory.store("fact", f"redis cache note number {n}") for n in range(30)]
-    memory.close()
+@contextmanager
+def killed_once_ready(script: str, db_path: Path, number: int) -> Iterator[sqlite3.Connection]:
+    """Run ``script`` (argv: the store, ``number``) until it prints "ready", SIGKILL it,
+    and open the store it leaves, checked for integrity."""
     with subprocess.Popen(
-        [sys.executable, "-c", _RECALL_FOREVER, str(db_path), str(CHECKPOINT_EVERY)],
+        [sys.executable, "-c", script, str(db_path), str(number)],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     ) as process:
@@ -136,6 +133,18 @@ def test_a_killed_recalling_process_leaves_a_consistent_store(
             process.wait()
     with closing(sqlite3.connect(db_path)) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        yield conn
+
+
+def test_a_killed_recalling_process_leaves_a_consistent_store(
+    make_store: Callable[..., MemoryStore], db_path: Path
+) -> None:
+    """SIGKILL while recalling (a checkpoint may be under way in its thread): the store
+    passes an integrity check, holds every memory and every count committed before."""
+    memory = make_store()
+    ids = [memory.store("fact", f"redis cache note number {n}") for n in range(30)]
+    memory.close()
+    with killed_once_ready(_RECALL_FOREVER, db_path, CHECKPOINT_EVERY) as conn:
         counts = dict(conn.execute("SELECT id, access_count FROM mem_nodes").fetchall())
     assert set(ids) <= set(counts)
     # Every flush before "ready" committed the counts of FLUSH_EVERY recalls (at least
