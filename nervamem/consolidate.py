@@ -303,6 +303,7 @@ def _pending_jobs(storage: Storage, namespace: str | None) -> list[tuple[int, st
 def _snapshot(storage: Storage, session_id: str, namespace: str) -> SessionSnapshot:
     from .nodes import NODE_SELECT, row_to_node
 
+    storage.flush_access_counts()  # the nodes show them (recall/access_counts.py)
     conn = storage.connection
     rows = conn.execute(
         NODE_SELECT + " WHERE id IN (SELECT src FROM mem_edges WHERE dst = ? AND "

@@ -96,6 +96,7 @@ def resolve_id(storage: Storage, ref: str, *, namespace: str | None = None) -> s
 
 def get(storage: Storage, ref: str, *, namespace: str | None = None) -> Node:
     node_id = resolve_id(storage, ref, namespace=namespace)
+    storage.flush_access_counts()  # the row shows them (recall/access_counts.py)
     row = storage.connection.execute(NODE_SELECT + " WHERE id = ?", (node_id,)).fetchone()
     return row_to_node(row)
 

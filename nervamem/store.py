@@ -98,6 +98,8 @@ class MemoryStore:
 
     @property
     def connection(self) -> Connection:
+        # Whoever reads the store through it sees every recall's access counts.
+        self.storage.flush_access_counts()
         return self.storage.connection
 
     @property
@@ -110,6 +112,11 @@ class MemoryStore:
 
     def close(self) -> None:
         self.storage.close()
+
+    def flush_access_counts(self) -> None:
+        """Write now the access counts of recalls that wait in memory (SQLite: up to
+        32 recalls or 1 s, recall/access_counts.py), for other processes to see."""
+        self.storage.flush_access_counts()
 
     def __enter__(self) -> MemoryStore:
         return self

@@ -118,9 +118,22 @@ def serve(memory: MemoryServer, transport: Transport = stdio_transport) -> None:
     stdio.py's unless given (the benchmark passes the SDK's ``stdio_server`` to compare)."""
     server = build(memory)
 
+    async def flush_access_counts() -> None:
+        # A recall's access counts wait in memory until FLUSH_AFTER seconds pass (or
+        # FLUSH_EVERY recalls): checked at the next recall, so an idle server would keep
+        # them. Written here, on the loop's thread, between two calls (a call never
+        # awaits), so other processes see them at most ~2 s late.
+        from ..recall.access_counts import FLUSH_AFTER
+
+        while True:
+            await anyio.sleep(FLUSH_AFTER)
+            memory.flush_access_counts()
+
     async def run() -> None:
-        async with transport() as (read_stream, write_stream):
+        async with transport() as (read_stream, write_stream), anyio.create_task_group() as tasks:
+            tasks.start_soon(flush_access_counts)
             await server.run(read_stream, write_stream, server.create_initialization_options())
+            tasks.cancel_scope.cancel()
 
     try:
         anyio.run(run)

@@ -434,6 +434,17 @@ class MemoryServer:
             self._store.close()
             self._store = None
 
+    def flush_access_counts(self) -> None:
+        """Write the access counts that recalls left in memory (server.py, each second).
+        Bookkeeping: it never fails the server, which keeps serving calls."""
+        import sqlite3
+
+        if self._store is not None:
+            try:
+                self._store.flush_access_counts()
+            except sqlite3.Error:
+                pass  # as a recall's own count write: the next flush tries again
+
     def store(self) -> MemoryStore:
         """The store the CLI would use now, open; the active namespace and session read
         again from state.yaml."""

@@ -3,11 +3,34 @@ memories it returns, the frequency factor of later recalls (recall/scoring.py).
 
 This is the one write a recall makes. It is bookkeeping, best effort: a read never fails
 because the store is read-only or briefly locked, and the count is not worth an fsync.
+
+On SQLite a recall's counts wait in memory (:class:`PendingCounts`), and one transaction
+writes those of several recalls: its own ``BEGIN IMMEDIATE ... COMMIT`` cost ~0.35-0.45
+ms of every recall at 100k nodes, ~8 % of a warm one (bench/results.md, "Access counts
+batched"). Rules a reader must not break:
+* This process sees every count at once: recall's frequency factor adds the pending
+  counts to the committed ones (:func:`pending_of`, scoring.top_k), the only place a
+  recall reads a count; a read that shows counts (``get``, a session's snapshot in
+  consolidation, the facade's ``connection``) writes them first
+  (``Storage.flush_access_counts``).
+* A write of this store never carries them: ``Storage.transaction()`` writes them first,
+  in a transaction of their own; inside a transaction a recall writes its counts at
+  once, in the caller's transaction, as before. PostgreSQL writes them at once.
+* Written after FLUSH_EVERY recalls or when the oldest waited FLUSH_AFTER seconds
+  (checked at each recall; the MCP server also writes them each FLUSH_AFTER seconds
+  between calls), at ``close()``, and when the store is collected or the interpreter
+  exits while it is open. A process killed meanwhile loses those counts, never anything
+  else; another process sees them that much later (docs/recall.md).
+* The node cache holds committed rows only: after a flush, :func:`node_cache.counted`
+  adds what was written to the rows it holds, so its generation stays exact.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import weakref
+from time import monotonic
 from typing import TYPE_CHECKING, cast
 
 from ..errors import StoreError
@@ -15,8 +38,150 @@ from ..storage.engine import SQLITE
 from .node_cache import counted
 
 if TYPE_CHECKING:
-    from ..storage.engine import Storage
+    from ..storage.engine import Connection, Storage
     from ..storage.sqlite import Storage as SQLiteStorage
+
+# A flush after this many recalls, or once the oldest count waited this long (seconds),
+# whichever comes first. At 100k nodes a flush costs ~0.2 ms a recall it holds (an
+# UPDATE and a -wal page per row: batching saves the transaction, not the rows): 32
+# recalls, ~8 ms once, leave the flushes out of the p95 (1 recall in 32) and save nearly
+# what 128 do (0.26 against 0.23 ms a recall, 0.62 unbatched; 8 and 16 put a 2-3 ms
+# flush into the p95). bench/results.md, "Access counts batched".
+FLUSH_EVERY = 32
+FLUSH_AFTER = 1.0
+
+_UPDATE_ONE = "UPDATE mem_nodes SET access_count = access_count + 1, last_accessed = ? WHERE id = ?"
+_UPDATE_MANY = (
+    "UPDATE mem_nodes SET access_count = access_count + ?, last_accessed = ? WHERE id = ?"
+)
+
+
+class PendingCounts:
+    """The counts of a SQLite store's recalls not written yet: by ID, how many accesses
+    and the time of the last (as the UPDATE of each recall would have left them)."""
+
+    __slots__ = ("__weakref__", "added", "finalizer", "last", "recalls", "since", "storage")
+
+    def __init__(self, storage: SQLiteStorage) -> None:
+        self.storage = weakref.ref(storage)
+        self.added: dict[str, int] = {}
+        self.last: dict[str, str] = {}
+        self.recalls = 0
+        self.since = 0.0  # monotonic() of the first recall counted
+        # Written when the store is collected, or at the interpreter's exit, while open.
+        self.finalizer = weakref.finalize(
+            storage, _write_left, storage.connection, self.added, self.last
+        )
+        _every_pending.add(self)
+
+    def forget(self) -> None:
+        """In a forked child: the parent writes these counts; written twice otherwise."""
+        self.finalizer.detach()
+        self.added.clear()
+        self.last.clear()
+        self.recalls = 0
+
+    def add(self, ids: list[str], now: str) -> None:
+        added, last = self.added, self.last
+        if not self.recalls:
+            self.since = monotonic()
+        self.recalls += 1
+        for node_id in ids:
+            added[node_id] = added.get(node_id, 0) + 1
+            last[node_id] = now
+        if self.recalls >= FLUSH_EVERY or monotonic() - self.since >= FLUSH_AFTER:
+            self.flush()
+
+    def flush(self, *, closing: bool = False) -> None:
+        """Write the counts in one transaction of their own (best effort: kept for the
+        next flush if the store stays locked)."""
+        if not self.added:
+            return
+        storage = self.storage()
+        if storage is None:
+            return
+        written = dict(self.added)
+        if _write(storage.connection, self.added, self.last, (storage, self.recalls, closing)):
+            counted(storage, written)  # the cached rows hold the new counts too
+            self.added.clear()
+            self.last.clear()
+            self.recalls = 0
+
+    def close(self) -> None:
+        """At the store's close: write what is left, whatever happens; no finalizer."""
+        try:
+            self.flush(closing=True)
+        finally:
+            self.finalizer.detach()
+            self.added.clear()
+            self.last.clear()
+
+
+_every_pending: weakref.WeakSet[PendingCounts] = weakref.WeakSet()
+
+
+def _forget_in_child() -> None:
+    for pending in list(_every_pending):
+        pending.forget()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def _write(
+    conn: sqlite3.Connection,
+    added: dict[str, int],
+    last: dict[str, str],
+    committer: tuple[SQLiteStorage, int, bool] | None,
+) -> bool:
+    """UPDATE the rows of ``added`` in one transaction; whether it committed.
+    ``committer``: the store that commits, for how many recalls, and whether it closes
+    (None: a plain COMMIT, from the finalizer)."""
+    rows = [(count, last[node_id], node_id) for node_id, count in added.items()]
+    synchronous = conn.execute("PRAGMA synchronous").fetchone()[0]
+    if committer is None:
+        busy_timeout = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
+    else:
+        busy_timeout = committer[0].busy_timeout_ms
+    try:
+        conn.execute("PRAGMA busy_timeout = 2000")
+        # An access count is not worth an fsync (~4 ms, more than the whole recall):
+        # NORMAL commits it to the WAL unsynced; the next synced commit or checkpoint
+        # makes it durable, and a power cut can at worst lose the count.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(_UPDATE_MANY, rows)
+        if committer is None:
+            conn.execute("COMMIT")
+        else:
+            storage, recalls, closing = committer
+            storage.bookkeeping = True  # written outside a transaction(): see sqlite.close()
+            storage.commit_bookkeeping(recalls, closing=closing)
+        return True
+    except sqlite3.Error:
+        if getattr(conn, "in_transaction", False):  # sqlite3.Connection's
+            conn.execute("ROLLBACK")
+        return False
+    finally:
+        conn.execute(f"PRAGMA synchronous = {int(synchronous)}")
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout)}")
+
+
+def _write_left(conn: sqlite3.Connection, added: dict[str, int], last: dict[str, str]) -> None:
+    """The finalizer of a store collected or left open at exit with counts pending."""
+    if added:
+        try:
+            _write(conn, added, last, None)
+        except sqlite3.Error:  # e.g. a connection closed behind the store's back
+            pass
+
+
+def pending_of(storage: Storage) -> dict[str, int] | None:
+    """The accesses not written yet by ID (recall's frequency factor adds them), or
+    None when there are none."""
+    pending = cast("PendingCounts | None", storage.pending_counts)
+    return pending.added if pending is not None and pending.added else None
 
 
 def count_accesses(storage: Storage, ids: list[str]) -> None:
@@ -26,46 +191,36 @@ def count_accesses(storage: Storage, ids: list[str]) -> None:
         return
     conn = storage.connection
     now = storage.now()
-    sql = "UPDATE mem_nodes SET access_count = access_count + 1, last_accessed = ? WHERE id = ?"
-    rows = [(now, node_id) for node_id in ids]
     if storage.in_transaction:
         # Inside the caller's batch: its transaction commits this too. BEGIN here would
-        # fail, and the ROLLBACK below would throw away the caller's writes.
-        conn.executemany(sql, rows)
+        # fail, and the ROLLBACK below would throw away the caller's writes. Nothing is
+        # pending here: transaction() wrote it first.
+        conn.executemany(_UPDATE_ONE, [(now, node_id) for node_id in ids])
         return
     if storage.engine != SQLITE:
-        # A server: one statement, its own transaction; row locks only, so it never
-        # waits for the store's write lock (postgres.py). As SQLite's synchronous=NORMAL
-        # below: the commit does not wait for its WAL flush (synchronous_commit off for
-        # this transaction only, set_config(..., true)), ~1-2 ms of every recall on a
-        # server that flushes. A crash can lose the last few hundred ms of counts,
-        # never more, and never anything else: the database stays consistent, and every
-        # other write still waits for its flush.
-        try:
-            conn.execute(
-                "UPDATE mem_nodes SET access_count = access_count + 1, last_accessed = ? "
-                "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS unsynced "
-                "WHERE id = ANY (?)",  # one array: one statement text, prepared once
-                [now, list(ids)],
-            )
-        except (sqlite3.Error, StoreError):
-            pass
+        _count_on_server(conn, ids, now)
         return
-    synchronous = conn.execute("PRAGMA synchronous").fetchone()[0]
+    sqlite_storage = cast("SQLiteStorage", storage)
+    pending = sqlite_storage.pending_counts
+    if pending is None:
+        pending = sqlite_storage.pending_counts = PendingCounts(sqlite_storage)
+    cast("PendingCounts", pending).add(ids, now)
+
+
+def _count_on_server(conn: Connection, ids: list[str], now: str) -> None:
+    # A server: one statement, its own transaction; row locks only, so it never
+    # waits for the store's write lock (postgres.py). As SQLite's synchronous=NORMAL
+    # below: the commit does not wait for its WAL flush (synchronous_commit off for
+    # this transaction only, set_config(..., true)), ~1-2 ms of every recall on a
+    # server that flushes. A crash can lose the last few hundred ms of counts,
+    # never more, and never anything else: the database stays consistent, and every
+    # other write still waits for its flush.
     try:
-        conn.execute("PRAGMA busy_timeout = 2000")
-        # An access count is not worth an fsync (~4 ms, more than the whole recall):
-        # NORMAL commits it to the WAL unsynced; the next synced commit or checkpoint
-        # makes it durable, and a power cut can at worst lose the count.
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("BEGIN IMMEDIATE")
-        storage.bookkeeping = True  # written outside a transaction(): see sqlite.close()
-        conn.executemany(sql, rows)
-        cast("SQLiteStorage", storage).commit_bookkeeping()
-        counted(storage, ids)  # the cached rows hold the new counts too
-    except sqlite3.Error:
-        if getattr(conn, "in_transaction", False):  # sqlite3.Connection's
-            conn.execute("ROLLBACK")
-    finally:
-        conn.execute(f"PRAGMA synchronous = {int(synchronous)}")
-        conn.execute(f"PRAGMA busy_timeout = {storage.busy_timeout_ms}")
+        conn.execute(
+            "UPDATE mem_nodes SET access_count = access_count + 1, last_accessed = ? "
+            "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS unsynced "
+            "WHERE id = ANY (?)",  # one array: one statement text, prepared once
+            [now, list(ids)],
+        )
+    except (sqlite3.Error, StoreError):
+        pass

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..models import RecallItem, RecallResult
 from ..storage.engine import POSTGRESQL, Connection
 from ..timeparse import format_time, parse_time, to_datetime
-from .access_counts import count_accesses
+from .access_counts import count_accesses, pending_of
 from .candidates import Candidate, any_sessions, reasons_of, sessions_of
 from .expansion import expand
 from .mask import KnownAt, mask_sql, until_known_sql
@@ -124,7 +124,14 @@ def run_recall(
     favour_times(found.values(), query)
     favour_decisions(found.values(), query)
     _renormalise(found.values())
-    ranked = top_k(conn, found, reference=reference, k=_most_packable(budget_tokens), facts=facts)
+    ranked = top_k(
+        conn,
+        found,
+        reference=reference,
+        k=_most_packable(budget_tokens),
+        facts=facts,
+        pending=pending_of(storage),
+    )
     ranked = above_floor(ranked, min_score)
     label = mask_time[:10]
     if known_at_text is not None:

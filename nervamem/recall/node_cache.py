@@ -8,10 +8,11 @@ Rules a reader must not break:
   ``write_generation`` (this store's own transactions, committed or rolled back) and
   the connection's ``total_changes`` (any other write of this connection): when any of
   them moved since the last recall, :func:`for_recall` empties the cache first.
-* The one write of a recall, its access counts (access_counts.py), is this
-  connection's and moves only ``total_changes``: :func:`counted` adds the same one to
-  the cached rows' ``access_count`` and takes the new ``total_changes`` as the
-  generation's, so the next recall scores exactly what SQLite holds.
+* The one write of recalls, their access counts (access_counts.py, written for several
+  recalls at once), is this connection's and moves only ``total_changes``:
+  :func:`counted` adds the same counts to the cached rows' ``access_count`` and takes
+  the new ``total_changes`` as the generation's, so the cache holds exactly what SQLite
+  holds (the counts still pending, recall adds itself).
 * No cache inside a transaction (its reads see writes that may still roll back) nor on
   PostgreSQL (no data_version; a server's other clients write unseen): the same code
   then reads SQL every time.
@@ -31,7 +32,7 @@ Rules a reader must not break:
 from __future__ import annotations
 
 import weakref
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from gc import get_count, is_tracked
 from itertools import chain, islice
 from sys import intern
@@ -312,11 +313,11 @@ def for_recall(storage: Storage) -> NodeFacts | None:
     return facts
 
 
-def counted(storage: Storage, ids: Sequence[str]) -> None:
-    """After the access counts of ``ids`` were committed (access_counts.py): one more
-    access in their cached rows, and the connection's new total_changes taken as this
-    generation's. data_version is left as it was read: if another connection committed
-    meanwhile, the next recall still sees it move."""
+def counted(storage: Storage, accesses: Mapping[str, int]) -> None:
+    """After the access counts ``accesses`` (how many by ID) were committed
+    (access_counts.py): as many more in their cached rows, and the connection's new
+    total_changes taken as this generation's. data_version is left as it was read: if
+    another connection committed meanwhile, the next recall still sees it move."""
     facts = _caches.get(storage)
     if facts is None or facts.generation is None:
         return
@@ -326,12 +327,12 @@ def counted(storage: Storage, ids: Sequence[str]) -> None:
         facts.clear()
         facts.generation = None
         return
-    for node_id in ids:
+    for node_id, count in accesses.items():
         seq = facts.ids.get(node_id)
         if seq is None:
             continue
         row = facts.rows[seq]
-        facts.rows[seq] = (*row[:7], row[7] + 1, *row[8:])
+        facts.rows[seq] = (*row[:7], row[7] + count, *row[8:])
     facts.generation = (version, writes, sqlite_storage.connection.total_changes)
 
 

@@ -69,6 +69,7 @@ def top_k(
     reference: datetime,
     k: int,
     facts: NodeFacts | None = None,
+    pending: dict[str, int] | None = None,
 ) -> list[Scored]:
     """The ``k`` best candidates by score, best first (ties: by ID), each with its factors.
 
@@ -83,10 +84,15 @@ def top_k(
     width = 2 * k
     frequencies: dict[int, float] = {}
     bounded = []
+    # ``pending``: accesses of earlier recalls not written yet (access_counts.py).
+    pending_of = (pending or {}).get
     for candidate in found.values():
-        f = frequencies.get(candidate.access_count)
+        accesses = candidate.access_count
+        if pending:
+            accesses += pending_of(candidate.id, 0)
+        f = frequencies.get(accesses)
         if f is None:
-            f = frequencies[candidate.access_count] = frequency(candidate.access_count)
+            f = frequencies[accesses] = frequency(accesses)
         bounded.append((candidate.relevance * f, f, candidate))
     bounded.sort(key=itemgetter(0), reverse=True)  # stable: ties keep their order
     recencies: dict[str, float] = {}

@@ -1,12 +1,13 @@
 """A WAL checkpoint off the path of recall, for a process that recalls many times.
 
-Each recall commits its access counts (recall/access_counts.py): on a large store the
-~15-20 pages of the rows it returned go into the -wal. SQLite's automatic checkpoint
-copies the -wal back into the file once it passes 1000 pages, inside the commit that
-crossed the mark and with two fsyncs: every ~50th recall paid 10-20 ms for it (the
-slowest recalls at 100k, bench/results.md, "Warm recall"). A store that keeps recalling
+Recalls commit their access counts (recall/access_counts.py, several recalls at once): on
+a large store the ~15-20 pages of the rows each returned go into the -wal. SQLite's
+automatic checkpoint copies the -wal back into the file once it passes 1000 pages,
+inside the commit that crossed the mark and with two fsyncs: every ~50th recall paid
+10-20 ms for it (the slowest recalls at 100k, bench/results.md, "Warm recall"). A store
+that keeps recalling
 (the MCP server, an agent's long-lived process, a benchmark) hands that checkpoint to a
-thread with a connection of its own instead, every CHECKPOINT_EVERY counts commits,
+thread with a connection of its own instead, every CHECKPOINT_EVERY recalls counted,
 while recall goes on: the checkpoint's I/O runs with the GIL released.
 
 Invariants a reader must not break:
@@ -16,7 +17,8 @@ Invariants a reader must not break:
   a process killed during it leaves a consistent store.
 * Only the access counts' commit goes without the automatic checkpoint (sqlite.py,
   ``commit_bookkeeping``); every other write keeps it.
-* A store that counts accesses once (a one-shot CLI ``recall``) never starts the thread.
+* A store that commits counts once, or only at close (a one-shot CLI ``recall``), never
+  starts the thread.
 * Closing stops the thread before the store's connection closes, after the checkpoint
   under way or asked for: at most one, and only in a process that recalled
   CHECKPOINT_EVERY times since the last.
@@ -27,7 +29,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-# Access-count commits between two checkpoints: ~1000 pages of a 100k store's -wal (15-20
+# Recalls counted between two checkpoints: ~1000 pages of a 100k store's -wal (15-20
 # pages a recall), the cadence of SQLite's automatic checkpoint there; fewer pages and
 # fsyncs on a small store, where a recall rewrites a few pages.
 CHECKPOINT_EVERY = 50

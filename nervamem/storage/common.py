@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import UPGRADE_NEEDED, BadInputError, SchemaTooNewError, SchemaUpgradeNeededError
 from ..ids import make_id
@@ -19,6 +19,14 @@ from ..timeparse import format_time
 
 if TYPE_CHECKING:
     from ..ids import RandomSource
+
+
+class PendingWrites(Protocol):
+    """Writes a store keeps in memory for a while (recall/access_counts.py)."""
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class StorageBase:
@@ -36,6 +44,14 @@ class StorageBase:
         # A state changed inside the transaction, written when it commits.
         self._state_pending = False
         self.bookkeeping = False
+        # A recall's access counts not written yet (recall/access_counts.py; SQLite only).
+        self.pending_counts: PendingWrites | None = None
+
+    def flush_access_counts(self) -> None:
+        """Write the access counts that recalls left pending, before a read that shows
+        them (recall/access_counts.py)."""
+        if self.pending_counts is not None:
+            self.pending_counts.flush()
 
     def must_migrate(self, version: int, latest: int) -> bool:
         """Whether a store at schema ``version`` is to be migrated to ``latest``: not

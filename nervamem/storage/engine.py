@@ -35,6 +35,7 @@ from .dbapi import Cursor as Cursor
 if TYPE_CHECKING:
     from ..ids import RandomSource
     from ..state import State
+    from .common import PendingWrites
     from .event_log import EventLog
 
 SQLITE = "sqlite"
@@ -65,6 +66,8 @@ class Storage(Protocol):
     # transaction(); if that is all it wrote, SQLite's close() leaves it in the -wal for
     # the next writer to checkpoint (sqlite.py).
     bookkeeping: bool
+    # A recall's access counts not written yet (SQLite only; recall/access_counts.py).
+    pending_counts: PendingWrites | None
 
     @property
     def connection(self) -> Connection: ...
@@ -72,6 +75,8 @@ class Storage(Protocol):
     def transaction(self) -> AbstractContextManager[None]: ...
 
     def close(self) -> None: ...
+
+    def flush_access_counts(self) -> None: ...
 
     def moment(self) -> datetime: ...
 

@@ -92,9 +92,10 @@ class Storage(StorageBase):
         # Bumped at the end of every transaction() of this Storage, committed or rolled
         # back: recall's cache of node facts (recall/node_cache.py) is for one generation.
         self.write_generation = 0
-        # Access-count commits so far, and from the second on the thread that checkpoints
-        # for them (commit_bookkeeping).
+        # Access-count commits so far and the recalls they counted, and from the second
+        # commit on the thread that checkpoints for them (commit_bookkeeping).
         self._bookkeeping_commits = 0
+        self._bookkeeping_recalls = 0
         self._checkpointer: Checkpointer | None = None
         self._autocheckpoint = 0
         # Writers take turns in a queue (write_queue.py), made at the first write after
@@ -226,22 +227,28 @@ class Storage(StorageBase):
                 )
                 self.connection.execute(f"PRAGMA user_version = {index}")
 
-    def commit_bookkeeping(self) -> None:
-        """COMMIT a recall's access counts (recall/access_counts.py). From the second
-        such commit of this store on, without SQLite's automatic checkpoint in it: a
-        thread checkpoints every CHECKPOINT_EVERY of them instead (checkpoint.py), so no
-        recall waits for a checkpoint's fsyncs."""
+    def commit_bookkeeping(self, recalls: int = 1, *, closing: bool = False) -> None:
+        """COMMIT the access counts of ``recalls`` recalls (recall/access_counts.py).
+        From the second such commit of this store on, without SQLite's automatic
+        checkpoint in it: a thread checkpoints every CHECKPOINT_EVERY recalls instead
+        (checkpoint.py), so no recall waits for a checkpoint's fsyncs. ``closing``: the
+        last commit, from close(), which starts no thread and asks for no checkpoint."""
         conn = self.connection
+        counted_before = self._bookkeeping_recalls
+        self._bookkeeping_recalls += recalls
         self._bookkeeping_commits += 1
         checkpointer = self._checkpointer
-        if checkpointer is None and self._bookkeeping_commits == 2:
-            self._autocheckpoint = int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+        if checkpointer is None and self._bookkeeping_commits >= 2 and not closing:
+            if not self._autocheckpoint:
+                self._autocheckpoint = int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
             if self._autocheckpoint > 0:  # else nothing checkpoints the WAL on commit
                 from .checkpoint import Checkpointer
 
                 checkpointer = self._checkpointer = Checkpointer(
                     str(self.path), _skip_checkpoint_on_close
                 )
+            else:
+                self._autocheckpoint = -1  # read once
         if checkpointer is None or not checkpointer.running:
             conn.execute("COMMIT")
             return
@@ -252,10 +259,16 @@ class Storage(StorageBase):
             conn.execute("COMMIT")
         finally:
             conn.execute(f"PRAGMA wal_autocheckpoint = {self._autocheckpoint}")
-        if self._bookkeeping_commits % CHECKPOINT_EVERY == 0:
+        if not closing and (
+            counted_before // CHECKPOINT_EVERY != self._bookkeeping_recalls // CHECKPOINT_EVERY
+        ):
             checkpointer.request()
 
     def close(self) -> None:
+        if self.pending_counts is not None:
+            # Before anything else: its commit may start the checkpoint thread stopped below.
+            self.pending_counts.close()
+            self.pending_counts = None
         if self._checkpointer is not None:
             # First: its connection must not be the last to close (that one checkpoints).
             self._checkpointer.close()
@@ -293,6 +306,10 @@ class Storage(StorageBase):
             return
         if self.read_only:
             raise StoreError(f"{self.path} is read-only; nothing was written")
+        if self.pending_counts is not None:
+            # Recalls' access counts in a commit of their own, first: a write never
+            # carries them, and never rolls them back (recall/access_counts.py).
+            self.pending_counts.flush()
         deadline = time.monotonic() + self.busy_timeout_ms / 1000
         queue = self._write_queue
         if queue is None and self._queue_writes:

@@ -249,3 +249,31 @@ def test_write_all_waits_on_a_full_pipe() -> None:
     reader.join()
     os.close(read_fd)
     assert bytes(received) == data
+
+
+def test_an_idle_server_writes_its_access_counts(tmp_path: Path) -> None:
+    """A recall's counts wait in memory (recall/access_counts.py); a server that gets no
+    more calls writes them within ~FLUSH_AFTER seconds, not only when it stops."""
+    import sqlite3
+    import time
+    from contextlib import closing
+
+    db = tmp_path / "memory.db"
+    with MemoryStore(db) as memory:
+        shown = memory.store("fact", "The caf\u00e9 on the corner opens at seven")
+    raw = RawServer(db, "nervamem")
+    try:
+        raw.handshake()
+        raw.send(recall_line(raw, b"corner cafe"))
+        assert shown in json.dumps(raw.reply())
+        count = 0
+        deadline = time.monotonic() + 30  # ~1-2 s expected; a loaded machine is slower
+        while count == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            with closing(sqlite3.connect(db)) as conn:
+                row = conn.execute("SELECT access_count FROM mem_nodes WHERE id = ?", (shown,))
+                count = row.fetchone()[0]
+        assert count == 1
+        assert raw.process.poll() is None  # still serving
+    finally:
+        assert raw.close() == 0
