@@ -168,9 +168,10 @@ class Recent(Generic[K, V]):
                         del fresh[key]
             else:
                 for key in added:
-                    value = fresh.get(key, _MISSING)  # dropped or settled since: missing
-                    if value is not _MISSING and not is_tracked(value):
-                        entries[key] = value
+                    put = fresh.get(key)  # None: dropped or settled since (a
+                    # value in fresh is tracked, so never None)
+                    if put is not None and not is_tracked(put):
+                        entries[key] = put
                         del fresh[key]
         added.clear()
 
