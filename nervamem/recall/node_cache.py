@@ -81,7 +81,7 @@ class Recent(Generic[K, V]):
     last ran (``added``): one it found still tracked then has survived a young
     collection or was put after it, and in either case waits for a middle one (a text's
     words, a tuple of tuples, always do). A first recall at 100k nodes checked ~1,100
-    fresh values, ~840 of them texts still waiting, where ~250 were new (bench/results.md,
+    fresh values, ~840 of them texts still waiting, to move ~250 (bench/results.md,
     "A query's first recall at 100k, round 7").
     """
 
