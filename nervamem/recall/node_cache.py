@@ -346,8 +346,9 @@ MAX_POSTING_ROWS = 2 * MAX_ROWS
 MAX_NEWEST_ROWS = MAX_POSTING_ROWS // 2
 
 Words = tuple[str, ...]
-# A text's words in order, and its distinct words less the stop words (relevance.py).
-TextAnalysis = tuple[Words, Words]
+# A text's words in order, its distinct words less the stop words, and whether it is
+# printable ASCII (relevance.py).
+TextAnalysis = tuple[Words, Words, bool]
 
 
 class SearchFacts:

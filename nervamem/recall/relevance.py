@@ -20,7 +20,7 @@ from itertools import chain, compress, count, repeat
 
 from .candidates import Candidate, NodeRow, candidate_of
 from .irregular import past_forms
-from .node_cache import SearchFacts, TextAnalysis
+from .node_cache import SearchFacts, TextAnalysis, Words
 from .terms import STOPWORDS, content_terms
 
 PHRASE_BOOST = 1.5
@@ -76,6 +76,7 @@ def score_rows(
     # printable): a query's first recall compiled it for ~0.1 ms, and nearly every row
     # is checked by _holds_run instead.
     phrased = len(terms) > 1
+    run = tuple(terms)  # compared with a slice of a row's words (see _holds_run)
     phrase: re.Pattern[str] | None = None
     # The query's common roots, listed once a call, not per row, and how to find them.
     common_roots = _listed_roots(_common_roots(common))
@@ -90,9 +91,10 @@ def score_rows(
     k1_plus_1, one_minus_b = BM25_K1 + 1, 1 - BM25_B
     weight_of = idf.__getitem__
     scored: list[tuple[float, NodeRow]] = []
-    # The lowered text is read only for common terms and the phrase.
+    # The lowered text is read only for common terms, the phrase and proximity (which
+    # needs two terms, so a phrase).
     lowers = ascii_terms and (bool(common_roots) or phrased)
-    for row, (row_words, _), row_specific in zip(rows, analyses, specific, strict=True):
+    for row, (row_words, _, plain), row_specific in zip(rows, analyses, specific, strict=True):
         keys = matched[row[8]]
         text = row[2]
         # ASCII text and terms (nearly every row): plain string searches in the lowered
@@ -109,19 +111,16 @@ def score_rows(
         norm = k1_plus_1 / (1 + BM25_K1 * (one_minus_b + BM25_B * len(text) / average))
         score = sum(map(weight_of, keys)) * len(keys) / key_count * norm if keys else 1e-3
         # (no keys: newest rows of an all-common query that the loose match missed)
-        if (
-            phrased
-            and (lowered is None or all(map(lowered.__contains__, terms)))
-            and (
-                _holds_run(row_words, terms)
-                if lowered is not None and text.isprintable()
-                else (phrase := phrase or _phrase_pattern(terms)).search(text)
-            )
+        if phrased and (
+            (run[0] in lowered and _holds_run(row_words, run))
+            if lowered is not None and plain
+            else (lowered is None or all(map(lowered.__contains__, terms)))
+            and (phrase := phrase or _phrase_pattern(terms)).search(text)
         ):
             score *= PHRASE_BOOST
         factor = 1 + SPECIFICITY_WEIGHT * row_specific
         if near is not None and len(keys) > 1:  # a pair is two distinct key terms
-            factor *= 1 + near(row_words, keys)
+            factor *= 1 + near(row_words, keys, lowered)
         score *= factor
         if spans and any(first <= row[3][:10] <= last for first, last in spans):
             score *= 1 + DATE_WEIGHT
@@ -140,12 +139,14 @@ def _phrase_pattern(terms: Sequence[str]) -> re.Pattern[str]:
     return re.compile(r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, terms)) + r"(?![^\W_])", re.I)
 
 
-def _holds_run(words: Sequence[str], terms: Sequence[str]) -> bool:
+def _holds_run(words: Words, terms: Words) -> bool:
     """Whether ``terms`` are consecutive ``words``: what score_rows' phrase pattern finds
     in a printable ASCII text (its words are then its runs of letters and digits, and
     the pattern matches whole runs, case aside, with only other characters between
     them) from ASCII terms (letters and digits: terms.query_terms). ~0.5 us a row
-    against ~5 us for the pattern, on the ~30 rows a query that hold every term."""
+    against ~5 us for the pattern, on the ~30 rows a query that hold every term.
+    score_rows looks for the first term in the lowered text before (~0.15 us), not for
+    every term (~1.3 us for four): every row of an all-common query holds them all."""
     first, size = terms[0], len(terms)
     at = -1
     while True:
@@ -153,7 +154,7 @@ def _holds_run(words: Sequence[str], terms: Sequence[str]) -> bool:
             at = words.index(first, at + 1)
         except ValueError:
             return False
-        if len(words) - at >= size and all(map(str.__eq__, words[at : at + size], terms)):
+        if words[at : at + size] == terms:
             return True
 
 
@@ -276,12 +277,15 @@ def _common_in_ascii_apart(lowered: str, flat: Sequence[tuple[str, int, int, int
 
 
 def _split_text(text: str) -> TextAnalysis:
-    """:func:`words_of` the text, and its distinct words that are not stop words."""
-    return _analysis(tuple(words_of(text)))
+    """:func:`words_of` the text, its distinct words that are not stop words, and whether
+    it is printable ASCII (then its words decide the phrase: :func:`_holds_run`)."""
+    return _analysis(tuple(words_of(text)), text)
 
 
-def _analysis(words: tuple[str, ...]) -> TextAnalysis:
-    return words, tuple(frozenset(words).difference(STOPWORDS))
+def _analysis(words: tuple[str, ...], text: str) -> TextAnalysis:
+    # Printable once a text, not once a recall: ~0.8 us a row of 190 characters.
+    plain = text.isascii() and text.isprintable()
+    return words, tuple(frozenset(words).difference(STOPWORDS)), plain
 
 
 # Where there is no node cache (PostgreSQL, a transaction): the texts seen last.
@@ -297,7 +301,7 @@ def _analysed(rows: Sequence[NodeRow], texts: SearchFacts) -> list[TextAnalysis]
     for row in rows:
         analysis = settled(row[8]) or fresh(row[8])
         if analysis is None:
-            analysis = _analysis(texts.interned(words_of(row[2])))
+            analysis = _analysis(texts.interned(words_of(row[2])), row[2])
             texts.keep_text(row[8], analysis)
         analyses.append(analysis)
     return analyses
@@ -353,7 +357,7 @@ def _specificity_of_bags(distinct: Sequence[Collection[str]], query: Sequence[st
 
 def _proximity(
     keys: Sequence[str], idf: Mapping[str, float]
-) -> Callable[[Sequence[str], Sequence[str]], float] | None:
+) -> Callable[[Sequence[str], Sequence[str], str | None], float] | None:
     """Term proximity: for each pair of key terms adjacent in the query ("favorite book",
     "support group"), a memory holding both within PROXIMITY_WINDOW words of each other
     earns the pair's IDF weight; the boost is PROXIMITY_WEIGHT x earned / all pairs.
@@ -367,24 +371,26 @@ def _proximity(
     total = sum(weight for _, _, weight in pairs)
 
     # Each pair with its two keys and roots, so a row's check reads no list by index.
-    keyed = [(keys[a], keys[b], roots[a], roots[b], a, b, weight) for a, b, weight in pairs]
-    starts = str.startswith
+    # A root's forms (see _starting): the root, then its key if that is longer.
+    forms = [(root,) if root == key else (root, key) for root, key in zip(roots, keys, strict=True)]
+    keyed = [(keys[a], keys[b], forms[a], forms[b], a, b, weight) for a, b, weight in pairs]
     window = PROXIMITY_WINDOW
 
-    def boost(words: Sequence[str], matched: Sequence[str]) -> float:
-        # ``matched``: a few keys; looked up as they are, no set made a row.
-        # Where a key starts a word: a pass in C per key, made when a pair held asks.
-        where: dict[int, list[int]] = {}
+    def boost(words: Sequence[str], matched: Sequence[str], lowered: str | None) -> float:
+        # ``matched``: a few keys; looked up as they are, no set made a row. ``lowered``:
+        # the text the words were split from, lowered, where it is ASCII (else None).
+        # Where a key starts a word: found when a pair held asks.
+        where: dict[int, Sequence[int]] = {}
         earned: float = 0  # as sum() adds: 0, then each weight earned, in pair order
-        for key_a, key_b, root_a, root_b, a, b, weight in keyed:
+        for key_a, key_b, forms_a, forms_b, a, b, weight in keyed:
             if key_a not in matched or key_b not in matched:
                 continue
             first = where.get(a)
             if first is None:
-                first = where[a] = list(compress(count(), map(starts, words, repeat(root_a))))
+                first = where[a] = _starting(words, forms_a, lowered)
             second = where.get(b)
             if second is None:
-                second = where[b] = list(compress(count(), map(starts, words, repeat(root_b))))
+                second = where[b] = _starting(words, forms_b, lowered)
             if not first or not second:
                 continue
             if len(first) == 1 and len(second) == 1:  # nearly every row: no call
@@ -395,6 +401,39 @@ def _proximity(
         return PROXIMITY_WEIGHT * earned / total
 
     return boost
+
+
+def _starting(words: Sequence[str], forms: Sequence[str], lowered: str | None) -> Sequence[int]:
+    """The positions of the ``words`` that start with a root, ``forms[0]``; ``forms`` is
+    the root, then the key it was cut from if that is longer. With ``lowered``, the
+    ASCII text the words were split from (words_of), lowered: each such word is a place
+    where the root occurs in it, and those places do not overlap (a word holds its root,
+    words do not overlap), so there are at most ``lowered.count(root)`` of them; when as
+    many words are the root or the key, they are all. Nearly every row of an all-common
+    query holds each root once: ~0.6 us a root against ~4.5 us for a startswith pass
+    over its words."""
+    root = forms[0]
+    if lowered is not None:
+        places = lowered.count(root)
+        if not places:
+            return ()
+        if places == 1:
+            for form in forms:
+                try:
+                    return (words.index(form),)
+                except ValueError:
+                    continue
+        else:
+            held = [(form, words.count(form)) for form in forms]
+            if sum(times for _, times in held) == places:
+                positions = []
+                for form, times in held:
+                    at = -1
+                    for _ in range(times):
+                        at = words.index(form, at + 1)
+                        positions.append(at)
+                return positions
+    return list(compress(count(), map(str.startswith, words, repeat(root))))
 
 
 def _within(first: Sequence[int], second: Sequence[int], window: int) -> bool:

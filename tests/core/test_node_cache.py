@@ -483,7 +483,7 @@ def test_text_analyses_postings_and_vocabulary_are_bounded(
     search = node_cache.SearchFacts()
     for seq in range(10):
         words = search.interned([f"w{seq}", "shared", f"v{seq}"])
-        search.keep_text(seq, (words, words))
+        search.keep_text(seq, (words, words, True))
         search.keep_postings(f"t{seq}", (seq, seq + 100) if seq % 3 else None)
         assert len(search.texts) <= 3
         assert len(search.vocabulary) <= 4 + 3
@@ -621,10 +621,10 @@ def test_texts_past_the_cap_are_dropped_in_a_batch_the_first_kept_first(
     monkeypatch.setattr(node_cache, "MAX_TEXTS", 16)
     search = node_cache.SearchFacts()
     for seq in range(17):
-        search.keep_text(seq, ((), ()))
+        search.keep_text(seq, ((), (), True))
     assert list(search.texts) == list(range(3, 17))  # down to 7/8 of the cap
     for seq in range(17, 19):
-        search.keep_text(seq, ((), ()))
+        search.keep_text(seq, ((), (), True))
     assert list(search.texts) == list(range(3, 19))
 
 
