@@ -344,6 +344,8 @@ MAX_VOCABULARY = 4 * MAX_ROWS
 MAX_POSTING_ROWS = 2 * MAX_ROWS
 # Rows in the newest lists of common terms' expressions (SearchFacts.newest): ~1.3 MB.
 MAX_NEWEST_ROWS = MAX_POSTING_ROWS // 2
+# Codes of where a root starts a word in a text (SearchFacts.starts).
+MAX_START_CODES = 2 * MAX_ROWS
 
 Words = tuple[str, ...]
 # A text's words in order, its distinct words less the stop words, and whether it is
@@ -364,9 +366,21 @@ class SearchFacts:
     * ``newest``: by MATCH expression of common terms, the newest rows it matches
       (search.NEWEST_DEPTH at most, newest first; fewer: all of them), before the
       namespace, mask and kinds, which search applies to them (issue 21, round 6).
+    * ``starts``: by root of a key term, by seq, where the root starts a word of the
+      text (relevance._starts_code: an int), for common terms and proximity (issue 21,
+      round 7). Ints in dicts of ints: the GC never tracks the tables by seq.
     """
 
-    __slots__ = ("newest", "newest_rows", "posting_rows", "postings", "texts", "vocabulary")
+    __slots__ = (
+        "newest",
+        "newest_rows",
+        "posting_rows",
+        "postings",
+        "start_codes",
+        "starts",
+        "texts",
+        "vocabulary",
+    )
 
     def __init__(self) -> None:
         self.texts: Recent[int, TextAnalysis] = Recent()  # never marked: first in, first out
@@ -375,6 +389,8 @@ class SearchFacts:
         self.posting_rows = 0
         self.newest: dict[str, tuple[int, ...]] = {}
         self.newest_rows = 0
+        self.starts: dict[str, dict[int, int]] = {}
+        self.start_codes = 0
 
     def clear(self) -> None:
         self.texts.clear()
@@ -383,6 +399,26 @@ class SearchFacts:
         self.posting_rows = 0
         self.newest.clear()
         self.newest_rows = 0
+        self.starts.clear()
+        self.start_codes = 0
+
+    def starts_of(self, root: str) -> dict[int, int]:
+        """The codes kept for ``root``, by seq (the caller keeps new ones in it)."""
+        table = self.starts.get(root)
+        if table is None:
+            table = self.starts[root] = {}
+        return table
+
+    def kept_starts(self, added: int) -> None:
+        """After ``added`` codes were kept: past MAX_START_CODES, the roots first kept are
+        dropped with their codes, down to 7/8 of it."""
+        self.start_codes += added
+        if self.start_codes > MAX_START_CODES:
+            starts, left = self.starts, _below(MAX_START_CODES)
+            for root in list(starts):
+                if self.start_codes <= left:
+                    break
+                self.start_codes -= len(starts.pop(root))
 
     def interned(self, words: list[str]) -> Words:
         vocabulary = self.vocabulary
