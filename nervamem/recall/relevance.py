@@ -105,8 +105,7 @@ def score_rows(
     single_rooted = all(len(group) == 1 for group in groups)
     common_places = [group[0] for group in groups] if single_rooted else []
     common_wanted = sorted({place for group in groups for place in group})
-    key_places = {key: places[_root(key)] for key in keys_near}
-    added = 0  # codes kept by this call
+    held_before = sum(map(len, tables))  # to count the codes this call keeps
     # The parts of BM25's norm that do not depend on the row, with the same rounding
     # steps as the whole expression: (k1 + 1) / (1 + k1 * ((1 - b) + b * length / average)).
     k1_plus_1, one_minus_b = BM25_K1 + 1, 1 - BM25_B
@@ -132,7 +131,7 @@ def score_rows(
             elif plain and apart:
                 codes = list(map(_code_in, tables, repeat(seq)))
                 if None in codes:
-                    added += _fill(codes, tables, forms, seq, row_words, lowered, common_wanted)
+                    _fill(codes, (tables, forms, seq, row_words, lowered), common_wanted)
                 if single_rooted:
                     keys = keys + list(compress(common, map(codes.__getitem__, common_places)))
                 else:
@@ -159,16 +158,15 @@ def score_rows(
         if near is not None and len(keys) > 1:  # a pair is two distinct key terms
             if codes is None:
                 codes = list(map(_code_in, tables, repeat(seq)))
-            if None in codes:  # only the places of the keys held are read
-                wanted = [place for key in keys if (place := key_places.get(key)) is not None]
-                added += _fill(codes, tables, forms, seq, row_words, lowered, wanted)
-            factor *= 1 + near(codes, keys)
+            # A code missing is found when a pair held asks for it.
+            missing = (tables, forms, seq, row_words, lowered) if None in codes else None
+            factor *= 1 + near(codes, keys, missing)
         score *= factor
         if spans and any(first <= row[3][:10] <= last for first, last in spans):
             score *= 1 + DATE_WEIGHT
         scored.append((score, row))
-    if texts is not None and added:
-        texts.kept_starts(added)
+    if texts is not None:
+        texts.kept_starts(sum(map(len, tables)) - held_before)
     best = max(score for score, _ in scored) or 1.0
     found: dict[str, Candidate] = {}
     for score, row in scored:
@@ -401,7 +399,7 @@ def _specificity_of_bags(distinct: Sequence[Collection[str]], query: Sequence[st
 
 def _proximity(
     keys: Sequence[str], idf: Mapping[str, float], places: Mapping[str, int] | None = None
-) -> Callable[[Sequence[int | None], Sequence[str]], float] | None:
+) -> Callable[[list[int | None], Sequence[str], Row | None], float] | None:
     """Term proximity: for each pair of key terms adjacent in the query ("favorite book",
     "support group"), a memory holding both within PROXIMITY_WINDOW words of each other
     earns the pair's IDF weight; the boost is PROXIMITY_WEIGHT x earned / all pairs.
@@ -423,13 +421,18 @@ def _proximity(
     ]
     window = PROXIMITY_WINDOW
 
-    def boost(codes: Sequence[int | None], matched: Sequence[str]) -> float:
+    def boost(codes: list[int | None], matched: Sequence[str], missing: Row | None) -> float:
         # ``matched``: a few keys; looked up as they are, no set made a row.
         earned: float = 0  # as sum() adds: 0, then each weight earned, in pair order
         for key_a, key_b, place_a, place_b, weight in keyed:
             if key_a not in matched or key_b not in matched:
                 continue
             first, second = codes[place_a], codes[place_b]
+            if missing is not None:
+                if first is None:
+                    first = _fill(codes, missing, (place_a,))
+                if second is None:
+                    second = _fill(codes, missing, (place_b,))
             if not first or not second:
                 continue
             if first > 0 and second > 0:  # one word each (nearly every row)
@@ -510,24 +513,23 @@ def _as_mask(code: int) -> int:
     return 1 << (code - 1) if code > 0 else -code
 
 
-def _fill(
-    codes: list[int | None],
-    tables: Sequence[dict[int, int]],
-    forms: Sequence[Sequence[str]],
-    seq: int,
-    words: Sequence[str],
-    lowered: str | None,
-    wanted: Iterable[int],
-) -> int:
+# What finds and keeps a row's codes: the tables by place, the forms by place, its seq,
+# words and lowered text (see score_rows).
+Row = tuple[Sequence[dict[int, int]], Sequence[Sequence[str]], int, Sequence[str], str | None]
+
+
+def _fill(codes: list[int | None], row: Row, wanted: Iterable[int]) -> int:
     """The codes at the ``wanted`` places that a row's lookup did not find (None), found
     and kept (a row's other roots are not looked for: a first recall would pay for
-    them); how many."""
-    added = 0
+    them); the last one's."""
+    tables, forms, seq, words, lowered = row
+    last = 0
     for place in wanted:
-        if codes[place] is None:
-            codes[place] = tables[place][seq] = _starts_code(words, forms[place], lowered)
-            added += 1
-    return added
+        code = codes[place]
+        if code is None:
+            code = codes[place] = tables[place][seq] = _starts_code(words, forms[place], lowered)
+        last = code
+    return last
 
 
 def _within(first: int, second: int, window: int) -> bool:
