@@ -24,7 +24,8 @@ Rules a reader must not break:
   facts, ~25 MB after the peers workload at 100k nodes (32k distinct rows), ~45 MB at
   the caps (bench/results.md, "Node cache"); what search reads again (SearchFacts: the
   scored texts' words, the key terms' postings) ~13 MB more there, ~35 MB at its caps;
-  all-common queries' newest rows ~0.4 MB more, ~1.3 MB at their cap.
+  all-common queries' newest rows ~0.4 MB more, ~1.3 MB at their cap; where key roots
+  start words (SearchFacts.starts) ~1.8 MB more, ~2.7 MB at their cap.
 * Who reads it must not change what it returns (lists and rows are the cache's own).
 """
 
