@@ -25,7 +25,8 @@ Rules a reader must not break:
   facts, ~25 MB after the peers workload at 100k nodes (32k distinct rows), ~45 MB at
   the caps (bench/results.md, "Node cache"); what search reads again (SearchFacts: the
   scored texts' words, the key terms' postings) ~13 MB more there, ~35 MB at its caps;
-  all-common queries' newest rows ~0.4 MB more, ~1.3 MB at their cap.
+  all-common queries' newest rows ~0.4 MB more, ~1.3 MB at their cap; where key roots
+  start words (SearchFacts.starts) ~1.8 MB more, ~2.7 MB at their cap.
 * Who reads it must not change what it returns (lists and rows are the cache's own).
 """
 
@@ -377,10 +378,13 @@ MAX_VOCABULARY = 4 * MAX_ROWS
 MAX_POSTING_ROWS = 2 * MAX_ROWS
 # Rows in the newest lists of common terms' expressions (SearchFacts.newest): ~1.3 MB.
 MAX_NEWEST_ROWS = MAX_POSTING_ROWS // 2
+# Codes of where a root starts a word in a text (SearchFacts.starts).
+MAX_START_CODES = 2 * MAX_ROWS
 
 Words = tuple[str, ...]
-# A text's words in order, and its distinct words less the stop words (relevance.py).
-TextAnalysis = tuple[Words, Words]
+# A text's words in order, its distinct words less the stop words, and whether it is
+# printable ASCII (relevance.py).
+TextAnalysis = tuple[Words, Words, bool]
 
 
 class SearchFacts:
@@ -396,9 +400,21 @@ class SearchFacts:
     * ``newest``: by MATCH expression of common terms, the newest rows it matches
       (search.NEWEST_DEPTH at most, newest first; fewer: all of them), before the
       namespace, mask and kinds, which search applies to them (issue 21, round 6).
+    * ``starts``: by root of a key term, by seq, where the root starts a word of the
+      text (relevance._starts_code: an int), for common terms and proximity (issue 21,
+      round 7). Ints in dicts of ints: the GC never tracks the tables by seq.
     """
 
-    __slots__ = ("newest", "newest_rows", "posting_rows", "postings", "texts", "vocabulary")
+    __slots__ = (
+        "newest",
+        "newest_rows",
+        "posting_rows",
+        "postings",
+        "start_codes",
+        "starts",
+        "texts",
+        "vocabulary",
+    )
 
     def __init__(self) -> None:
         self.texts: Recent[int, TextAnalysis] = Recent()  # never marked: first in, first out
@@ -407,6 +423,8 @@ class SearchFacts:
         self.posting_rows = 0
         self.newest: dict[str, tuple[int, ...]] = {}
         self.newest_rows = 0
+        self.starts: dict[str, dict[int, int]] = {}
+        self.start_codes = 0
 
     def clear(self) -> None:
         self.texts.clear()
@@ -415,6 +433,26 @@ class SearchFacts:
         self.posting_rows = 0
         self.newest.clear()
         self.newest_rows = 0
+        self.starts.clear()
+        self.start_codes = 0
+
+    def starts_of(self, root: str) -> dict[int, int]:
+        """The codes kept for ``root``, by seq (the caller keeps new ones in it)."""
+        table = self.starts.get(root)
+        if table is None:
+            table = self.starts[root] = {}
+        return table
+
+    def kept_starts(self, added: int) -> None:
+        """After ``added`` codes were kept: past MAX_START_CODES, the roots first kept are
+        dropped with their codes, down to 7/8 of it."""
+        self.start_codes += added
+        if self.start_codes > MAX_START_CODES:
+            starts, left = self.starts, _below(MAX_START_CODES)
+            for root in list(starts):
+                if self.start_codes <= left:
+                    break
+                self.start_codes -= len(starts.pop(root))
 
     def interned(self, words: list[str]) -> Words:
         vocabulary = self.vocabulary

@@ -15,12 +15,13 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import chain, compress, count, repeat
+from typing import cast
 
 from .candidates import Candidate, NodeRow, candidate_of
 from .irregular import past_forms
-from .node_cache import SearchFacts, TextAnalysis
+from .node_cache import SearchFacts, TextAnalysis, Words
 from .terms import STOPWORDS, content_terms
 
 PHRASE_BOOST = 1.5
@@ -76,56 +77,96 @@ def score_rows(
     # printable): a query's first recall compiled it for ~0.1 ms, and nearly every row
     # is checked by _holds_run instead.
     phrased = len(terms) > 1
+    run = tuple(terms)  # compared with a slice of a row's words (see _holds_run)
     phrase: re.Pattern[str] | None = None
     # The query's common roots, listed once a call, not per row, and how to find them.
     common_roots = _listed_roots(_common_roots(common))
-    common_in = _common_in_ascii_apart if _apart(common_roots) else _common_in_ascii_flat
+    apart = _apart(common_roots)
+    common_in = _common_in_ascii_apart if apart else _common_in_ascii_flat
     finder: re.Pattern[str] | None = None  # only for a text that is not ASCII
     ascii_terms = all(term.isascii() for term in terms)
     analyses = [_text_words(row[2]) for row in rows] if texts is None else _analysed(rows, texts)
     specific = _specificity_of_bags([analysis[1] for analysis in analyses], terms)
-    near = _proximity(content_terms(terms), idf)
+    # Where each root starts a word in a row (a code, see _starts_code): the proximity
+    # keys' roots, then the common terms', each once; kept per root and row in ``texts``
+    # (a fact of the text, which any query with that root reads).
+    keys_near = content_terms(terms)
+    places, forms = _root_places(
+        [*keys_near, *(form for term in common for form in (term, *past_forms(term)))]
+    )
+    tables = [{} for _ in forms] if texts is None else list(map(texts.starts_of, places))
+    near = _proximity(keys_near, idf, places)
+    # With roots _apart, a common term is found in a printable ASCII text where a word
+    # starts with one of its roots (see _apart): read from the codes.
+    groups = [
+        [places[root] for root, n, _, _ in common_roots if n == number]
+        for number in range(1, len(common) + 1)
+    ]
+    single_rooted = all(len(group) == 1 for group in groups)
+    common_places = [group[0] for group in groups] if single_rooted else []
+    common_wanted = sorted({place for group in groups for place in group})
+    held_before = sum(map(len, tables))  # to count the codes this call keeps
     # The parts of BM25's norm that do not depend on the row, with the same rounding
     # steps as the whole expression: (k1 + 1) / (1 + k1 * ((1 - b) + b * length / average)).
     k1_plus_1, one_minus_b = BM25_K1 + 1, 1 - BM25_B
     weight_of = idf.__getitem__
     scored: list[tuple[float, NodeRow]] = []
-    # The lowered text is read only for common terms and the phrase.
+    # The lowered text is read only for common terms, the phrase and proximity (which
+    # needs two terms, so a phrase).
     lowers = ascii_terms and (bool(common_roots) or phrased)
-    for row, (row_words, _), row_specific in zip(rows, analyses, specific, strict=True):
-        keys = matched[row[8]]
+    for row, (row_words, _, plain), row_specific in zip(rows, analyses, specific, strict=True):
+        seq = row[8]
+        keys = matched[seq]
         text = row[2]
         # ASCII text and terms (nearly every row): plain string searches in the lowered
         # text find what the case-insensitive patterns would, a few times faster.
         lowered = text.lower() if lowers and text.isascii() else None
+        codes: list[int | None] | None = None
         if common_roots:
             if lowered is None:
                 finder = finder or _common_pattern(common)
                 found_common = {m.lastindex for m in finder.finditer(text) if m.lastindex}
+                if found_common:
+                    keys = keys + [common[i - 1] for i in sorted(found_common)]
+            elif plain and apart:
+                codes = list(map(_code_in, tables, repeat(seq)))
+                if None in codes:
+                    _fill(codes, (tables, forms, seq, row_words, lowered), common_wanted)
+                if single_rooted:
+                    keys = keys + list(compress(common, map(codes.__getitem__, common_places)))
+                else:
+                    keys = keys + [
+                        term
+                        for term, group in zip(common, groups, strict=True)
+                        if any(map(codes.__getitem__, group))
+                    ]
             else:
                 found_common = common_in(lowered, common_roots)
-            if found_common:
-                keys = keys + [common[i - 1] for i in sorted(found_common)]
+                if found_common:
+                    keys = keys + [common[i - 1] for i in sorted(found_common)]
         norm = k1_plus_1 / (1 + BM25_K1 * (one_minus_b + BM25_B * len(text) / average))
         score = sum(map(weight_of, keys)) * len(keys) / key_count * norm if keys else 1e-3
         # (no keys: newest rows of an all-common query that the loose match missed)
-        if (
-            phrased
-            and (lowered is None or all(map(lowered.__contains__, terms)))
-            and (
-                _holds_run(row_words, terms)
-                if lowered is not None and text.isprintable()
-                else (phrase := phrase or _phrase_pattern(terms)).search(text)
-            )
+        if phrased and (
+            (run[0] in lowered and _holds_run(row_words, run))
+            if lowered is not None and plain
+            else (lowered is None or all(map(lowered.__contains__, terms)))
+            and (phrase := phrase or _phrase_pattern(terms)).search(text)
         ):
             score *= PHRASE_BOOST
         factor = 1 + SPECIFICITY_WEIGHT * row_specific
         if near is not None and len(keys) > 1:  # a pair is two distinct key terms
-            factor *= 1 + near(row_words, keys)
+            if codes is None:
+                codes = list(map(_code_in, tables, repeat(seq)))
+            # A code missing is found when a pair held asks for it.
+            missing = (tables, forms, seq, row_words, lowered) if None in codes else None
+            factor *= 1 + near(codes, keys, missing)
         score *= factor
         if spans and any(first <= row[3][:10] <= last for first, last in spans):
             score *= 1 + DATE_WEIGHT
         scored.append((score, row))
+    if texts is not None:
+        texts.kept_starts(sum(map(len, tables)) - held_before)
     best = max(score for score, _ in scored) or 1.0
     found: dict[str, Candidate] = {}
     for score, row in scored:
@@ -140,12 +181,14 @@ def _phrase_pattern(terms: Sequence[str]) -> re.Pattern[str]:
     return re.compile(r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, terms)) + r"(?![^\W_])", re.I)
 
 
-def _holds_run(words: Sequence[str], terms: Sequence[str]) -> bool:
+def _holds_run(words: Words, terms: Words) -> bool:
     """Whether ``terms`` are consecutive ``words``: what score_rows' phrase pattern finds
     in a printable ASCII text (its words are then its runs of letters and digits, and
     the pattern matches whole runs, case aside, with only other characters between
     them) from ASCII terms (letters and digits: terms.query_terms). ~0.5 us a row
-    against ~5 us for the pattern, on the ~30 rows a query that hold every term."""
+    against ~5 us for the pattern, on the ~30 rows a query that hold every term.
+    score_rows looks for the first term in the lowered text before (~0.15 us), not for
+    every term (~1.3 us for four): every row of an all-common query holds them all."""
     first, size = terms[0], len(terms)
     at = -1
     while True:
@@ -153,7 +196,7 @@ def _holds_run(words: Sequence[str], terms: Sequence[str]) -> bool:
             at = words.index(first, at + 1)
         except ValueError:
             return False
-        if len(words) - at >= size and all(map(str.__eq__, words[at : at + size], terms)):
+        if words[at : at + size] == terms:
             return True
 
 
@@ -276,12 +319,15 @@ def _common_in_ascii_apart(lowered: str, flat: Sequence[tuple[str, int, int, int
 
 
 def _split_text(text: str) -> TextAnalysis:
-    """:func:`words_of` the text, and its distinct words that are not stop words."""
-    return _analysis(tuple(words_of(text)))
+    """:func:`words_of` the text, its distinct words that are not stop words, and whether
+    it is printable ASCII (then its words decide the phrase: :func:`_holds_run`)."""
+    return _analysis(tuple(words_of(text)), text)
 
 
-def _analysis(words: tuple[str, ...]) -> TextAnalysis:
-    return words, tuple(frozenset(words).difference(STOPWORDS))
+def _analysis(words: tuple[str, ...], text: str) -> TextAnalysis:
+    # Printable once a text, not once a recall: ~0.8 us a row of 190 characters.
+    plain = text.isascii() and text.isprintable()
+    return words, tuple(frozenset(words).difference(STOPWORDS)), plain
 
 
 # Where there is no node cache (PostgreSQL, a transaction): the texts seen last.
@@ -297,7 +343,7 @@ def _analysed(rows: Sequence[NodeRow], texts: SearchFacts) -> list[TextAnalysis]
     for row in rows:
         analysis = settled(row[8]) or fresh(row[8])
         if analysis is None:
-            analysis = _analysis(texts.interned(words_of(row[2])))
+            analysis = _analysis(texts.interned(words_of(row[2])), row[2])
             texts.keep_text(row[8], analysis)
         analyses.append(analysis)
     return analyses
@@ -352,12 +398,14 @@ def _specificity_of_bags(distinct: Sequence[Collection[str]], query: Sequence[st
 
 
 def _proximity(
-    keys: Sequence[str], idf: Mapping[str, float]
-) -> Callable[[Sequence[str], Sequence[str]], float] | None:
+    keys: Sequence[str], idf: Mapping[str, float], places: Mapping[str, int] | None = None
+) -> Callable[[list[int | None], Sequence[str], Row | None], float] | None:
     """Term proximity: for each pair of key terms adjacent in the query ("favorite book",
     "support group"), a memory holding both within PROXIMITY_WINDOW words of each other
     earns the pair's IDF weight; the boost is PROXIMITY_WEIGHT x earned / all pairs.
-    None when the query has no such pair (every boost would be 0)."""
+    None when the query has no such pair (every boost would be 0). The boost reads a
+    row's codes (:func:`_starts_code`), each key's root's at its place in ``places``
+    (by default, :func:`_root_places` of the keys)."""
     roots = [_root(key) for key in keys]
     pairs = [
         (i, i + 1, idf.get(keys[i], 0.0) + idf.get(keys[i + 1], 0.0)) for i in range(len(keys) - 1)
@@ -365,46 +413,133 @@ def _proximity(
     if not pairs:
         return None
     total = sum(weight for _, _, weight in pairs)
-
-    # Each pair with its two keys and roots, so a row's check reads no list by index.
-    keyed = [(keys[a], keys[b], roots[a], roots[b], a, b, weight) for a, b, weight in pairs]
-    starts = str.startswith
+    if places is None:
+        places = _root_places(keys)[0]
+    # Each pair with its two keys and the places of their roots' codes.
+    keyed = [
+        (keys[a], keys[b], places[roots[a]], places[roots[b]], weight) for a, b, weight in pairs
+    ]
     window = PROXIMITY_WINDOW
 
-    def boost(words: Sequence[str], matched: Sequence[str]) -> float:
+    def boost(codes: list[int | None], matched: Sequence[str], missing: Row | None) -> float:
         # ``matched``: a few keys; looked up as they are, no set made a row.
-        # Where a key starts a word: a pass in C per key, made when a pair held asks.
-        where: dict[int, list[int]] = {}
         earned: float = 0  # as sum() adds: 0, then each weight earned, in pair order
-        for key_a, key_b, root_a, root_b, a, b, weight in keyed:
+        for key_a, key_b, place_a, place_b, weight in keyed:
             if key_a not in matched or key_b not in matched:
                 continue
-            first = where.get(a)
-            if first is None:
-                first = where[a] = list(compress(count(), map(starts, words, repeat(root_a))))
-            second = where.get(b)
-            if second is None:
-                second = where[b] = list(compress(count(), map(starts, words, repeat(root_b))))
+            first, second = codes[place_a], codes[place_b]
+            if missing is not None:
+                if first is None:
+                    first = _fill(codes, missing, (place_a,))
+                if second is None:
+                    second = _fill(codes, missing, (place_b,))
             if not first or not second:
                 continue
-            if len(first) == 1 and len(second) == 1:  # nearly every row: no call
-                if -window <= first[0] - second[0] <= window:
+            if first > 0 and second > 0:  # one word each (nearly every row)
+                if -window <= first - second <= window:
                     earned += weight
-            elif _within(first, second, window):
+            elif _within(_as_mask(first), _as_mask(second), window):
                 earned += weight
         return PROXIMITY_WEIGHT * earned / total
 
     return boost
 
 
-def _within(first: Sequence[int], second: Sequence[int], window: int) -> bool:
-    """Whether a position of ``first`` lies within ``window`` of one of ``second``: linear
-    in the positions, as a memory of a megabyte holds a common word thousands of times
-    and comparing every pair took recall minutes."""
-    if len(first) * len(second) <= 16:  # a few positions each (nearly every memory)
-        return any(-window <= x - y <= window for x in first for y in second)
-    near = set(second)
-    return any(x + step in near for x in first for step in range(-window, window + 1))
+def _root_places(words: Sequence[str]) -> tuple[dict[str, int], list[tuple[str, ...]]]:
+    """Each distinct root (:func:`_root`) of ``words`` with its place among a row's codes,
+    and at each place the forms :func:`_starting` tries: the root, then the word it was
+    first cut from if that is longer."""
+    places: dict[str, int] = {}
+    forms: list[tuple[str, ...]] = []
+    for word in words:
+        root = _root(word)
+        if root not in places:
+            places[root] = len(forms)
+            forms.append((root,) if root == word else (root, word))
+    return places, forms
+
+
+def _starting(words: Sequence[str], forms: Sequence[str], lowered: str | None) -> Sequence[int]:
+    """The positions of the ``words`` that start with a root, ``forms[0]``; ``forms`` is
+    the root, then the key it was cut from if that is longer. With ``lowered``, the
+    ASCII text the words were split from (words_of), lowered: each such word is a place
+    where the root occurs in it, and those places do not overlap (a word holds its root,
+    words do not overlap), so there are at most ``lowered.count(root)`` of them; when as
+    many words are the root or the key, they are all. Nearly every row of an all-common
+    query holds each root once: ~0.6 us a root against ~4.5 us for a startswith pass
+    over its words."""
+    root = forms[0]
+    if lowered is not None:
+        places = lowered.count(root)
+        if not places:
+            return ()
+        if places == 1:
+            for form in forms:
+                try:
+                    return (words.index(form),)
+                except ValueError:
+                    continue
+        else:
+            held = [(form, words.count(form)) for form in forms]
+            if sum(times for _, times in held) == places:
+                positions = []
+                for form, times in held:
+                    at = -1
+                    for _ in range(times):
+                        at = words.index(form, at + 1)
+                        positions.append(at)
+                return positions
+    return list(compress(count(), map(str.startswith, words, repeat(root))))
+
+
+def _starts_code(words: Sequence[str], forms: Sequence[str], lowered: str | None) -> int:
+    """Where the ``words`` that start with a root (``forms``, see :func:`_starting`) are,
+    as an int (kept in SearchFacts.starts: an int is never tracked by the cyclic GC):
+    0 none, p + 1 the one at p, else minus the mask of their positions (bit p: word p)."""
+    positions = _starting(words, forms, lowered)
+    if len(positions) < 2:
+        return positions[0] + 1 if positions else 0
+    bits = bytearray((max(positions) >> 3) + 1)  # linear, whatever the positions
+    for at in positions:
+        bits[at >> 3] |= 1 << (at & 7)
+    return -int.from_bytes(bits, "little")
+
+
+# A row's code in a root's table (dict.get, typed for map).
+_code_in = cast("Callable[[dict[int, int], int], int | None]", dict.get)
+
+
+def _as_mask(code: int) -> int:
+    return 1 << (code - 1) if code > 0 else -code
+
+
+# What finds and keeps a row's codes: the tables by place, the forms by place, its seq,
+# words and lowered text (see score_rows).
+Row = tuple[Sequence[dict[int, int]], Sequence[Sequence[str]], int, Sequence[str], str | None]
+
+
+def _fill(codes: list[int | None], row: Row, wanted: Iterable[int]) -> int:
+    """The codes at the ``wanted`` places that a row's lookup did not find (None), found
+    and kept (a row's other roots are not looked for: a first recall would pay for
+    them); the last one's."""
+    tables, forms, seq, words, lowered = row
+    last = 0
+    for place in wanted:
+        code = codes[place]
+        if code is None:
+            code = codes[place] = tables[place][seq] = _starts_code(words, forms[place], lowered)
+        last = code
+    return last
+
+
+def _within(first: int, second: int, window: int) -> bool:
+    """Whether a position of mask ``first`` (bit p: word p) lies within ``window`` of one of
+    mask ``second``: linear in the words, as a memory of a megabyte holds a common word
+    thousands of times and comparing every pair took recall minutes."""
+    spread = second
+    for step in range(1, window + 1):
+        spread |= second << step | second >> step
+    return bool(first & spread)
 
 
 _MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")

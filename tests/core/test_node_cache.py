@@ -487,7 +487,7 @@ def test_text_analyses_postings_and_vocabulary_are_bounded(
     search = node_cache.SearchFacts()
     for seq in range(10):
         words = search.interned([f"w{seq}", "shared", f"v{seq}"])
-        search.keep_text(seq, (words, words))
+        search.keep_text(seq, (words, words, True))
         search.keep_postings(f"t{seq}", (seq, seq + 100) if seq % 3 else None)
         assert len(search.texts) <= 3
         assert len(search.vocabulary) <= 4 + 3
@@ -616,7 +616,27 @@ def test_the_caches_tables_stay_untracked_by_the_cyclic_gc_between_full_collecti
         for name, table in tables.items()
         if gc.is_tracked(table.entries) or gc.is_tracked(table.used)
     ]
+    # Where each root starts a word, by root and seq (issue 21, round 7): ints, never
+    # tracked, so only the small table of roots is walked.
+    assert facts.search.starts
+    tracked += [root for root, codes in facts.search.starts.items() if gc.is_tracked(codes)]
     assert tracked == []
+
+
+def test_start_codes_past_the_cap_are_dropped_with_the_roots_first_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(node_cache, "MAX_START_CODES", 16)
+    search = node_cache.SearchFacts()
+    for number in range(6):
+        codes = search.starts_of(f"root{number}")
+        assert search.starts_of(f"root{number}") is codes
+        codes.update(dict.fromkeys(range(4), number))
+        search.kept_starts(4)
+        assert search.start_codes == sum(map(len, search.starts.values())) <= 16
+    assert list(search.starts) == ["root2", "root3", "root4", "root5"]  # 20 codes: 12 left
+    search.clear()
+    assert search.starts == {} and search.start_codes == 0
 
 
 def test_texts_past_the_cap_are_dropped_in_a_batch_the_first_kept_first(
@@ -625,10 +645,10 @@ def test_texts_past_the_cap_are_dropped_in_a_batch_the_first_kept_first(
     monkeypatch.setattr(node_cache, "MAX_TEXTS", 16)
     search = node_cache.SearchFacts()
     for seq in range(17):
-        search.keep_text(seq, ((), ()))
+        search.keep_text(seq, ((), (), True))
     assert list(search.texts) == list(range(3, 17))  # down to 7/8 of the cap
     for seq in range(17, 19):
-        search.keep_text(seq, ((), ()))
+        search.keep_text(seq, ((), (), True))
     assert list(search.texts) == list(range(3, 19))
 
 
