@@ -57,6 +57,73 @@ def term_weights(
     }
 
 
+def ranked_by_keys(
+    members: Mapping[str, Collection[int]], idf: Mapping[str, float], key_count: int
+) -> tuple[list[int], list[float], list[list[str]]]:
+    """The rows the rare key terms found (``members``: each term's rows; key "" for rows
+    found by no rare term), best first by :func:`term_weights`' score, ties newest
+    first; with each row's score and its keys (in ``members``' order, as term_weights
+    reads them). Rows that hold the same keys share a score and a list (never changed
+    by its readers), so the score is computed once per set of keys (at most 15 of 4
+    keys), the rows are sorted as ints within a score, and the sets of rows come from
+    set operations, not a dict entry per row: ~0.04 against ~0.18 ms for ~160 rows a
+    search (bench/results.md, "Search's first order by sets of keys")."""
+    # The rows by the set of keys that found them (a bit per key): each key's rows
+    # split the sets so far into those holding it and the others.
+    regions: dict[int, set[int]] = {}
+    for index, (key, rowids) in enumerate(members.items()):
+        rest = set(rowids)
+        if not key:  # rows found by no rare key: those not found by another key yet
+            rest = rest.difference(*regions.values())
+            if rest:
+                regions[0] = regions[0] | rest if 0 in regions else rest
+            continue
+        bit = 1 << index
+        split: dict[int, set[int]] = {}
+        for held, rows in regions.items():
+            both = rows & rest
+            if both:
+                rest -= both
+                split[held | bit] = both
+                if len(both) < len(rows):
+                    split[held] = rows - both
+            else:
+                split[held] = rows
+        if rest:  # with the rows of no rare key that also hold this one, if any
+            split[bit] = split[bit] | rest if bit in split else rest
+        regions = split
+    names = list(members)
+    weight_of = idf.__getitem__
+    by_score: dict[float, list[tuple[list[str], set[int]]]] = {}
+    for held, rows in regions.items():
+        keys = [key for index, key in enumerate(names) if held >> index & 1]
+        score = sum(map(weight_of, keys)) * len(keys) / key_count  # as term_weights
+        by_score.setdefault(score, []).append((keys, rows))
+    ordered: list[int] = []
+    scores: list[float] = []
+    keys_of: list[list[str]] = []
+    for score in sorted(by_score, reverse=True):
+        groups = by_score[score]
+        if len(groups) == 1:
+            keys, rows = groups[0]
+            ordered += sorted(rows, reverse=True)
+            keys_of += [keys] * len(rows)
+        else:  # different keys, the same score: newest first across them
+            merged = sorted(
+                [(rowid, keys) for keys, rows in groups for rowid in rows],
+                key=_first_item,
+                reverse=True,
+            )
+            ordered += [rowid for rowid, _ in merged]
+            keys_of += [keys for _, keys in merged]
+        scores += [score] * (len(ordered) - len(scores))
+    return ordered, scores, keys_of
+
+
+def _first_item(pair: tuple[int, list[str]]) -> int:
+    return pair[0]
+
+
 def score_rows(
     rows: Sequence[NodeRow],
     matched: Mapping[int, list[str]],

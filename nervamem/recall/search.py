@@ -25,7 +25,7 @@ from .candidates import NODE_COLUMNS, Candidate, NodeRow, cached_rows
 from .irregular import past_forms
 from .mask import KnownAt, mask_sql
 from .node_cache import NodeFacts, SearchFacts
-from .relevance import date_spans, inverse_document_frequency, score_rows, term_weights
+from .relevance import date_spans, inverse_document_frequency, ranked_by_keys, score_rows
 from .terms import content_terms, query_terms
 
 # A key term found in more rows than this is common: it only scores candidates that the
@@ -287,24 +287,20 @@ def _read_and_score(
     by their rare terms are read (masked, in the namespace, of the kinds asked for) and
     scored by their text (recall/relevance.py), which is where common terms are looked
     for."""
-    matched: dict[int, list[str]] = {}
-    for key, rowids in members.items():
-        for rowid in rowids:
-            keys = matched.setdefault(rowid, [])
-            if key:
-                keys.append(key)
-    if not matched:
+    ordered, scores, keys_of = ranked_by_keys(members, idf, key_count)
+    if not ordered:
         return {}
-
-    first = term_weights(matched, idf, key_count)
-    # Best first, ties newest first: plain tuples sort without a Python key function.
-    ordered = [-r for _, r in sorted([(-score, -r) for r, score in first.items()])]
+    # The first score and the rare keys of each row read (term_weights).
+    first: dict[int, float] = {}
+    matched: dict[int, list[str]] = {}
     mask, mask_params = _filters(as_of, kinds, apply_mask)
     rows: list[NodeRow] = []
     for start in range(0, len(ordered), PRE_LIMIT):
         if len(rows) >= PRE_LIMIT:
             break
         chunk = ordered[start : start + PRE_LIMIT]
+        first.update(zip(chunk, scores[start : start + PRE_LIMIT], strict=True))
+        matched.update(zip(chunk, keys_of[start : start + PRE_LIMIT], strict=True))
         if facts is not None and apply_mask and not isinstance(as_of, KnownAt):
             rows += cached_rows(conn, facts, "seq", chunk, namespace, as_of, kinds)
             continue

@@ -341,3 +341,44 @@ def test_the_phrase_boost_is_earned_in_any_text(phrase: str, apart: str) -> None
     found = relevance.score_rows(rows, dict.fromkeys([1, 2], terms), [], idf, 2, terms)
     assert found["n2"].relevance == 1.0
     assert found["n1"].relevance == pytest.approx(1 / relevance.PHRASE_BOOST)
+
+
+def plain_first_order(
+    members: dict[str, Sequence[int]], idf: dict[str, float], key_count: int
+) -> tuple[list[int], list[float], list[list[str]]]:
+    """search's first order as it was: each row's keys in members' order, its
+    term_weights score, best first, ties newest first."""
+    matched: dict[int, list[str]] = {}
+    for key, rowids in members.items():
+        for rowid in rowids:
+            keys = matched.setdefault(rowid, [])
+            if key:
+                keys.append(key)
+    first = relevance.term_weights(matched, idf, key_count)
+    ordered = [-r for _, r in sorted([(-score, -r) for r, score in first.items()])]
+    return ordered, [first[r] for r in ordered], [matched[r] for r in ordered]
+
+
+# Weights that tie: two keys of 1.0 weigh what one of 2.0 does with the same share.
+WEIGHTS = st.sampled_from([0.5, 1.0, 1.5, 2.0, 0.1 + 0.2, 0.3])
+
+
+@settings(max_examples=300)
+@given(
+    st.dictionaries(
+        st.sampled_from(["auth", "token", "cache", "redis", ""]),
+        st.lists(st.integers(min_value=1, max_value=40), unique=True, max_size=25),
+        max_size=5,
+    ),
+    st.lists(WEIGHTS, min_size=5, max_size=5),
+    st.integers(min_value=1, max_value=6),
+)
+def test_search_first_order_by_sets_of_keys_is_the_plain_one(
+    members: dict[str, list[int]], weights: list[float], extra_keys: int
+) -> None:
+    idf = dict(zip(["auth", "token", "cache", "redis", ""], weights, strict=True))
+    key_count = len(members) + extra_keys  # the common keys count too
+    ordered, scores, keys_of = relevance.ranked_by_keys(members, idf, key_count)
+    plain = plain_first_order(members, idf, key_count)
+    assert (ordered, scores, keys_of) == plain
+    assert [math.copysign(1, s) for s in scores] == [math.copysign(1, s) for s in plain[1]]
