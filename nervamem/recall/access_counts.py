@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 FLUSH_EVERY = 32
 FLUSH_AFTER = 1.0
 
-_UPDATE_ONE = "UPDATE mem_nodes SET access_count = access_count + 1, last_accessed = ? WHERE id = ?"
 _UPDATE_MANY = (
     "UPDATE mem_nodes SET access_count = access_count + ?, last_accessed = ? WHERE id = ?"
 )
@@ -195,7 +194,7 @@ def count_accesses(storage: Storage, ids: list[str]) -> None:
         # Inside the caller's batch: its transaction commits this too. BEGIN here would
         # fail, and the ROLLBACK below would throw away the caller's writes. Nothing is
         # pending here: transaction() wrote it first.
-        conn.executemany(_UPDATE_ONE, [(now, node_id) for node_id in ids])
+        conn.executemany(_UPDATE_MANY, [(1, now, node_id) for node_id in ids])
         return
     if storage.engine != SQLITE:
         _count_on_server(conn, ids, now)

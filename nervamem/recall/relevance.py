@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import chain, compress, count, repeat
+from operator import itemgetter
 from typing import cast
 
 from .candidates import Candidate, NodeRow, candidate_of
@@ -93,12 +94,12 @@ def ranked_by_keys(
             split[bit] = split[bit] | rest if bit in split else rest
         regions = split
     names = list(members)
-    weight_of = idf.__getitem__
+    keys_by_set = {
+        held: [key for index, key in enumerate(names) if held >> index & 1] for held in regions
+    }
     by_score: dict[float, list[tuple[list[str], set[int]]]] = {}
-    for held, rows in regions.items():
-        keys = [key for index, key in enumerate(names) if held >> index & 1]
-        score = sum(map(weight_of, keys)) * len(keys) / key_count  # as term_weights
-        by_score.setdefault(score, []).append((keys, rows))
+    for held, score in term_weights(keys_by_set, idf, key_count).items():
+        by_score.setdefault(score, []).append((keys_by_set[held], regions[held]))
     ordered: list[int] = []
     scores: list[float] = []
     keys_of: list[list[str]] = []
@@ -111,17 +112,13 @@ def ranked_by_keys(
         else:  # different keys, the same score: newest first across them
             merged = sorted(
                 [(rowid, keys) for keys, rows in groups for rowid in rows],
-                key=_first_item,
+                key=itemgetter(0),
                 reverse=True,
             )
             ordered += [rowid for rowid, _ in merged]
             keys_of += [keys for _, keys in merged]
         scores += [score] * (len(ordered) - len(scores))
     return ordered, scores, keys_of
-
-
-def _first_item(pair: tuple[int, list[str]]) -> int:
-    return pair[0]
 
 
 def score_rows(

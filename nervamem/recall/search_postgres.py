@@ -36,7 +36,7 @@ from ..storage.tokenizer import tokens
 from .candidates import NODE_COLUMNS, Candidate, NodeRow
 from .irregular import past_forms
 from .mask import KnownAt, mask_sql
-from .relevance import date_spans, score_rows, term_weights
+from .relevance import date_spans, ranked_by_keys, score_rows
 from .search import COMMON_DF, PRE_LIMIT, PREFIX_LIMIT, PREFIX_SCAN, PREFIX_WEIGHT, weigh_keys
 from .terms import content_terms, query_terms
 
@@ -255,21 +255,19 @@ def _score(
 ) -> dict[str, Candidate]:
     """search._read_and_score: the PRE_LIMIT best candidates by their rare terms, read
     (masked, in the namespace) and scored by their text."""
-    matched: dict[int, list[str]] = {}
-    for key, rowids in members.items():
-        for rowid in rowids:
-            keys = matched.setdefault(rowid, [])
-            if key:
-                keys.append(key)
-    if not matched:
+    ordered, scores, keys_of = ranked_by_keys(members, idf, key_count)
+    if not ordered:
         return {}
-    first = term_weights(matched, idf, key_count)
-    ordered = [-r for _, r in sorted([(-score, -r) for r, score in first.items()])]
+    first: dict[int, float] = {}
+    matched: dict[int, list[str]] = {}
     rows: list[NodeRow] = []
     for start in range(0, len(ordered), PRE_LIMIT):
         if len(rows) >= PRE_LIMIT:
             break
-        rows += _read_rows(conn, ordered[start : start + PRE_LIMIT], namespace, filters)
+        chunk = ordered[start : start + PRE_LIMIT]
+        first.update(zip(chunk, scores[start : start + PRE_LIMIT], strict=True))
+        matched.update(zip(chunk, keys_of[start : start + PRE_LIMIT], strict=True))
+        rows += _read_rows(conn, chunk, namespace, filters)
     if not rows:
         return {}
     rows.sort(key=lambda row: -first[row[8]])
