@@ -371,3 +371,49 @@ def test_purge_drops_the_index_samples_that_an_analyze_with_stat4_copied(
     assert harness.inspect_store(db_path).ok
     recalled = cli("recall", "filler fact", "--format", "json")
     assert recalled.exit_code == 0 and "Widget1x" in recalled.stdout
+
+
+def test_purge_takes_the_duplicates_that_consolidation_forgot(cli: Run, db_path: Path) -> None:
+    """An agent stored the same secret twice in a session; consolidation forgot the
+    older copy as a duplicate of the newer (``duplicate_of``), so recall shows one. A
+    purge of the one shown must take the hidden copy too: it holds the same text. In a
+    shared store, no event file keeps it either, and a cache rebuilt from the events
+    has neither copy."""
+    assert cli("init", "--shared").exit_code == 0
+    content_mark, entity_mark = _marker(), _marker("Zu")
+    cli("session", "start", "work")
+    older = _store(cli, "fact", f"the api key is {content_mark}", "-e", entity_mark)
+    newer = _store(cli, "fact", f"the api key is {content_mark}", "-e", entity_mark)
+    other = _store(cli, "fact", "an unrelated fact of the session")
+    assert cli("session", "end", "--summary", "done").exit_code == 0
+    consolidated = json.loads(cli("consolidate", "--format", "json").stdout)
+    assert consolidated["tombstoned"] == [older], "precondition: the older copy was folded"
+    recalled = json.loads(cli("recall", "api key", "--format", "json").stdout)
+    shown = {item["id"] for item in recalled["items"]}
+    assert newer in shown and older not in shown
+    with MemoryStore(db_path) as memory:
+        entity = memory.connection.execute(
+            "SELECT dst FROM mem_edges WHERE src = ? AND kind = 'ABOUT'", (newer,)
+        ).fetchone()[0]
+
+    result = cli("forget", newer, "--purge", "--yes", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["removed"] == [older, entity]
+
+    traces = {
+        str(path.relative_to(db_path.parent)): hits
+        for path in db_path.parent.rglob("*")
+        if path.is_file()
+        for hits in [
+            [m for m in (content_mark, entity_mark.lower()) if m[3:].encode() in path.read_bytes()]
+        ]
+        if hits
+    }
+    assert traces == {}
+    health = harness.inspect_store(db_path)
+    assert health.ok and not {newer, older, entity} & health.ids and other in health.ids
+    assert cli("sync", "--rebuild").exit_code == 0
+    rebuilt = harness.inspect_store(db_path)
+    assert not {newer, older, entity} & rebuilt.ids and other in rebuilt.ids
+    markdown = cli("forget", other, "--purge", "--yes", "--format", "markdown").stdout
+    assert markdown == f"purged {other}\n"
