@@ -349,11 +349,17 @@ def purge_rows(storage: Storage, node_id: str) -> tuple[str, ...]:
 
 
 def import_events(
-    storage: Storage, events: Iterable[tuple[str, str]], *, write_files: bool = False
+    storage: Storage,
+    events: Iterable[tuple[str, str]],
+    *,
+    write_files: bool = False,
+    scrub: bool = True,
 ) -> SyncReport:
     """Import events given as (source, JSON text), in one write transaction. Each event is
     checked and applied alone; a bad one is reported and skipped. With ``write_files``
-    (an import into a shared store) each new event is also written to its events folder."""
+    (an import into a shared store) each new event is also written to its events folder.
+    ``scrub=False``: the caller runs it in a transaction of its own and scrubs the files
+    after a purge once that commits (a rebuild)."""
     problems: list[EventProblem] = []
     parsed: list[tuple[str, dict[str, Any]]] = []
     for source, text in events:
@@ -435,7 +441,7 @@ def import_events(
             log.suppressed = False
     if written:
         os.sync()  # one flush for all the files, not two fsyncs each
-    if purged:
+    if purged and scrub:
         storage.scrub_files()
     problems.sort()
     return _report(imported, already, tuple(problems), 0, tuple(purged))
@@ -616,7 +622,13 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
         with storage.transaction():
             log.restore_files(storage.connection, restore, drop)
     if rebuild:
-        _empty_cache(storage)
+        return _rebuild(storage, log)
+    return _sync_files(storage, log, full=full)
+
+
+def _sync_files(storage: Storage, log: EventLog, *, full: bool, scrub: bool = True) -> SyncReport:
+    """sync's import of the event files (``scrub``: VACUUM after a purge among them;
+    not inside a caller's transaction, which scrubs after its commit)."""
     conn = storage.connection
     recorded = dict(conn.execute("SELECT folder, stamp FROM mem_event_folders").fetchall())
     stamps: dict[str, str] = {}
@@ -624,15 +636,15 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
     for month in month_folders(log.folder):
         stamp = folder_stamp(log.folder / month)
         stamps[month] = stamp
-        if full or rebuild or recorded.get(month) != stamp:
+        if full or recorded.get(month) != stamp:
             to_read.append(month)
     listing = {month: _event_names(log.folder / month) for month in to_read}
     gone_months = [month for month in recorded if month not in stamps]
-    if not rebuild and _files_removed(conn, listing, gone_months):
+    if _files_removed(conn, listing, gone_months):
         # Event files this cache imported are gone (a checkout of a branch without
         # them, a reset, a stash): what they said cannot be taken back one by one, so
         # the cache is made again from the files there are.
-        rebuilt = sync(storage, rebuild=True)
+        rebuilt = _rebuild(storage, log)
         return _report(
             rebuilt.imported,
             rebuilt.already,
@@ -660,7 +672,7 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or exc
             problems.append(_problem(source, f"unreadable ({reason})"))
-    result = import_events(storage, texts)
+    result = import_events(storage, texts, scrub=scrub)
     with storage.transaction():
         # A folder is marked read only when all of it was imported: a problem event is
         # reported again at the next sync (fixed or still broken), never forgotten.
@@ -674,10 +686,6 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
                 if month not in failed and not _racy(stamps[month])
             ],
         )
-    if rebuild and not result.purged and conn.execute("SELECT 1 FROM mem_purged").fetchone():
-        # The old cache held what a purge among these events removed: its rows were
-        # deleted with the rest, and their bytes must not stay in free pages.
-        storage.scrub_files()
     return _report(
         result.imported,
         result.already,
@@ -740,6 +748,27 @@ def _shared_log(storage: Storage) -> EventLog:
             "run 'nervamem init --shared' to share it"
         )
     return storage.events
+
+
+def _rebuild(storage: Storage, log: EventLog) -> SyncReport:
+    """The cache emptied and made again from the event files in one transaction: a
+    process killed part-way (a git hook's time limit) leaves the cache as it was, and
+    readers meanwhile see the old cache, never an empty one. Access counts are put back
+    in it too. The events it imports are not captured as new ones (``suppressed``)."""
+    log.suppressed = True
+    try:
+        with storage.transaction():
+            _empty_cache(storage)
+            report = _sync_files(storage, log, full=True, scrub=False)
+            restore_access_counts(storage)
+    finally:
+        log.suppressed = False
+    if report.purged or storage.connection.execute("SELECT 1 FROM mem_purged").fetchone():
+        # The old cache held what a purge among these events removed (or this import
+        # purged): its rows were deleted with the rest, and their bytes must not stay
+        # in free pages. Only after the commit: VACUUM cannot run in a transaction.
+        storage.scrub_files()
+    return report
 
 
 def _empty_cache(storage: Storage) -> None:
