@@ -946,34 +946,52 @@ def share(storage: Storage) -> int:
         except OSError:
             pass  # best effort: the folder holds events already, or is read-only
         return 0
-    events = history_events(storage)
+    import shutil
+
     from .storage.event_log import write_file_durably
 
-    created = not folder.exists()
+    # The history goes into a folder of another name, which becomes the events folder
+    # once whole, just before COMMIT: killed or interrupted part-way, the store is not
+    # shared (a store with part of its history in events would lose the rest at the
+    # next rebuild of its cache, and a second 'init --shared' would do nothing). All of
+    # it under the write lock: a writer that began before commits first and its rows
+    # are in the history; one that begins after the rename writes its own event
+    # (Storage._notice_sharing).
+    staging = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    renamed = False
+    events: list[dict[str, Any]] = []
     try:
-        folder.mkdir(exist_ok=True)
-        mark_shared(folder)
         with storage.transaction():
+            if storage.events is not None:  # shared meanwhile by another process
+                return 0
+            for leftover in folder.parent.glob(f".{folder.name}.*.tmp"):
+                shutil.rmtree(leftover, ignore_errors=True)  # of a share that was killed
+            staging.mkdir()
+            mark_shared(staging)
+            events = history_events(storage)
             for event in events:
-                path = event_path(folder, event["id"], event["recorded_at"])
+                path = event_path(staging, event["id"], event["recorded_at"])
                 write_file_durably(path, canonical_json(event), sync=False)
                 storage.connection.execute(
                     "INSERT INTO mem_events (id, recorded_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
                     (event["id"], event["recorded_at"]),
                 )
-            os.sync()  # one flush for every file written, before the store says so
-            for month in month_folders(folder):
+            for month in month_folders(staging):  # a month's stamp survives the rename
                 storage.connection.execute(
                     "INSERT INTO mem_event_folders (folder, stamp) VALUES (?, ?) "
                     "ON CONFLICT (folder) DO UPDATE SET stamp = excluded.stamp",
-                    (month, folder_stamp(folder / month)),
+                    (month, folder_stamp(staging / month)),
                 )
-    except OSError as exc:
-        if created:
-            import shutil
-
-            shutil.rmtree(folder, ignore_errors=True)
-        raise StoreError(f"cannot write events in {folder}: {exc.strerror or exc}") from None
+            os.sync()  # one flush for every file written, before the store says so
+            os.rename(staging, folder)
+            renamed = True
+            _sync_folder(folder.parent)
+    except BaseException as exc:
+        shutil.rmtree(folder if renamed else staging, ignore_errors=True)
+        storage.events = None  # the store stays unshared
+        if isinstance(exc, OSError):
+            raise StoreError(f"cannot write events in {folder}: {exc.strerror or exc}") from None
+        raise
     storage.events = EventLog(folder)
     return len(events)
 
@@ -1021,6 +1039,15 @@ Every file under this folder is one event of the project's memory: a change writ
 hooks of `nervamem hooks install`) brings it into your local store. See nervamem's
 docs/team-memory.md. This file keeps the folder in git before the first event exists.
 """
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync a folder, so that a rename in it survives a power loss."""
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def mark_shared(folder: Path) -> None:

@@ -236,3 +236,56 @@ def test_simultaneous_first_opens_switch_to_wal(
         for thread in threads:
             thread.join()
     assert failures == []
+
+
+def test_a_process_open_before_the_store_was_shared_writes_events(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A long-lived process (an MCP server, a library) has the store open when someone
+    runs ``init --shared``. Its later writes must become event files like anyone's:
+    before, it went on writing nodes that no event held, so no clone ever got them and
+    the next rebuild of the cache (a sync after a checkout) dropped them, acknowledged."""
+    db = tmp_path / "repo" / ".nervapack" / "memory.db"
+    with MemoryStore(db) as memory:
+        before = memory.store("fact", "stored before sharing gizmo4")
+        code, _, err, _ = harness.run_fresh(["--db", str(db), "init", "--shared"], env=env)
+        assert (code, err) == (0, "")
+        after = memory.store("fact", "stored after sharing gizmo4", entities=["Gizmo"])
+        with memory.batch():
+            batched = memory.store("fact", "stored in a batch after sharing gizmo4")
+    held = "".join(path.read_text() for path in (db.parent / "events").rglob("ev_*.json"))
+    assert before in held and after in held and batched in held
+    code, _, err, _ = harness.run_fresh(["--db", str(db), "sync", "--rebuild"], env=env)
+    assert (code, err) == (0, "")
+    health = harness.inspect_store(db)
+    assert health.ok and {before, after, batched} <= health.ids
+
+
+def test_a_write_racing_init_shared_is_in_the_events(tmp_path: Path, env: dict[str, str]) -> None:
+    """A write that commits while ``init --shared`` turns the history into event files
+    is in those files or in its own event, never in neither."""
+    db = tmp_path / "repo" / ".nervapack" / "memory.db"
+    with MemoryStore(db) as memory:
+        memory.store("fact", "an old fact")
+    acknowledged: list[str] = []
+    stop = threading.Event()
+
+    def write() -> None:
+        with MemoryStore(db) as writer:  # opened while the store is not shared yet
+            while not stop.is_set():
+                acknowledged.append(writer.store("fact", f"racing fact {len(acknowledged)}"))
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
+        time.sleep(0.3)
+        code, _, err, _ = harness.run_fresh(["--db", str(db), "init", "--shared"], env=env)
+        assert (code, err) == (0, "")
+        time.sleep(0.3)
+    finally:
+        stop.set()
+        thread.join()
+    code, _, err, _ = harness.run_fresh(["--db", str(db), "sync", "--rebuild"], env=env)
+    assert (code, err) == (0, "")
+    missing = set(acknowledged) - harness.inspect_store(db).ids
+    assert not missing, f"{len(missing)} of {len(acknowledged)} acknowledged writes lost"

@@ -172,3 +172,47 @@ def test_a_recall_during_a_rebuild_sees_the_whole_cache(
     assert child.returncode == 0, err
     assert sorted(_recalled(db, env)) == sorted(current)
     assert harness.inspect_store(db).ok
+
+
+SHARE_KILLED = """
+import os, sys
+from nervamem.cli import main
+from nervamem.storage import event_log
+
+real_write = event_log.write_file_durably
+written = []
+
+def write_then_die(*args, **kwargs):  # SIGKILL, or Ctrl-C, while the history is written
+    written.append(args[0])
+    if len(written) == 8:
+        os._exit(9)
+    return real_write(*args, **kwargs)
+
+event_log.write_file_durably = write_then_die
+main(sys.argv[1:])
+"""
+
+
+def test_init_shared_killed_half_way_loses_nothing(tmp_path: Path, env: dict[str, str]) -> None:
+    """``init --shared`` writes the whole history as event files. Killed part-way (a
+    large store, Ctrl-C), it used to leave an events folder with part of the history:
+    the store counted as shared, so running ``init --shared`` again did nothing, and the
+    memories whose events were not written were dropped by the next rebuild of the
+    cache. Now the store is shared whole or not at all."""
+    db = tmp_path / "repo" / ".nervapack" / "memory.db"
+    with MemoryStore(db) as memory:
+        stored = [memory.store("fact", f"fact number {i} sprocket") for i in range(20)]
+    child = subprocess.run(
+        [sys.executable, "-c", SHARE_KILLED, "--db", str(db), "init", "--shared"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert child.returncode == 9, child.stderr
+    for args in (["init", "--shared"], ["sync", "--rebuild"]):
+        code, _, err, _ = harness.run_fresh(["--db", str(db), *args], env=env)
+        assert (code, err) == (0, ""), err
+    health = harness.inspect_store(db)
+    assert health.ok and set(stored) <= health.ids
+    held = "".join(path.read_text() for path in (db.parent / "events").rglob("ev_*.json"))
+    assert all(node in held for node in stored)
