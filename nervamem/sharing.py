@@ -640,7 +640,7 @@ def _sync_files(storage: Storage, log: EventLog, *, full: bool, scrub: bool = Tr
             to_read.append(month)
     listing = {month: _event_names(log.folder / month) for month in to_read}
     gone_months = [month for month in recorded if month not in stamps]
-    if _files_removed(conn, listing, gone_months):
+    if _files_removed(conn, log.folder, listing, gone_months):
         # Event files this cache imported are gone (a checkout of a branch without
         # them, a reset, a stash): what they said cannot be taken back one by one, so
         # the cache is made again from the files there are.
@@ -715,16 +715,22 @@ def _event_names(month: Path) -> list[str]:
     ]
 
 
-def _files_removed(conn: Connection, listing: dict[str, list[str]], gone_months: list[str]) -> bool:
+def _files_removed(
+    conn: Connection, folder: Path, listing: dict[str, list[str]], gone_months: list[str]
+) -> bool:
     """Whether an event file this cache holds is missing from a folder just listed, or
     a whole month's folder it read is gone. Event IDs begin with their time, so a
-    month's events are one range of the primary key."""
+    month's events are one range of the primary key. A held event missing from the
+    listing is looked for again: another process may have written it (the file, then
+    its COMMIT) after the folder was listed and before this read of what is held,
+    which is no reason to rebuild the cache."""
     for month, names in [*listing.items(), *((m, []) for m in gone_months)]:
         low, high = _month_id_range(month)
         held = conn.execute(
             "SELECT id FROM mem_events WHERE id >= ? AND id < ?", (low, high)
         ).fetchall()
-        if {row[0] for row in held} - set(names):
+        missing = {row[0] for row in held} - set(names)
+        if any(not (folder / month / f"{name}.json").exists() for name in missing):
             return True
     return False
 

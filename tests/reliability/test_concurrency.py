@@ -289,3 +289,32 @@ def test_a_write_racing_init_shared_is_in_the_events(tmp_path: Path, env: dict[s
     assert (code, err) == (0, "")
     missing = set(acknowledged) - harness.inspect_store(db).ids
     assert not missing, f"{len(missing)} of {len(acknowledged)} acknowledged writes lost"
+
+
+def test_a_write_while_sync_lists_the_events_does_not_rebuild_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sync lists the event folders, then reads which events the cache holds: a write
+    by another process in between (its file, then its COMMIT) made the cache hold an
+    event the listing lacked, which sync took for a file removed by a checkout and
+    rebuilt the whole cache (6 of 151 syncs racing one writer), holding the write lock
+    for as long as that takes and telling the user files were gone."""
+    from nervamem import sharing
+
+    db = tmp_path / "repo" / ".nervapack" / "memory.db"
+    (db.parent / "events").mkdir(parents=True)
+    with MemoryStore(db) as writer, MemoryStore(db) as syncer:
+        writer.store("fact", "before the sync")
+        real_listing = sharing._event_names
+
+        writes: list[str] = []
+
+        def listing_then_a_write(month: Path) -> list[str]:
+            names = real_listing(month)
+            if not writes:  # once: a rebuild lists again, holding the write lock
+                writes.append(writer.store("fact", "stored after the listing"))
+            return names
+
+        monkeypatch.setattr(sharing, "_event_names", listing_then_a_write)
+        report = syncer.sync(full=True)
+        assert not report.rebuilt
