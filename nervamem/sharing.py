@@ -379,7 +379,9 @@ def import_events(
     if log is not None:
         log.suppressed = True
     try:
-        with storage.transaction():
+        # secure_delete, as a local purge has: a purge among the events deletes rows
+        # whose bytes must not wait for the scrub after the commit (a kill in between).
+        with storage.secure_deletes(), storage.transaction():
             conn = storage.connection
             known = _known_events(conn, [e["id"] for _, e in parsed])
             purged_ids = {row[0] for row in conn.execute("SELECT node_id FROM mem_purged")}
@@ -763,7 +765,9 @@ def _rebuild(storage: Storage, log: EventLog) -> SyncReport:
     in it too. The events it imports are not captured as new ones (``suppressed``)."""
     log.suppressed = True
     try:
-        with storage.transaction():
+        # secure_delete: the old cache's rows may hold what a purge among the events
+        # removes, whose bytes must not wait for the scrub after the commit.
+        with storage.secure_deletes(), storage.transaction():
             _empty_cache(storage)
             report = _sync_files(storage, log, full=True, scrub=False)
             restore_access_counts(storage)

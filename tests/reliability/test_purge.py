@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -417,3 +418,62 @@ def test_purge_takes_the_duplicates_that_consolidation_forgot(cli: Run, db_path:
     assert not {newer, older, entity} & rebuilt.ids and other in rebuilt.ids
     markdown = cli("forget", other, "--purge", "--yes", "--format", "markdown").stdout
     assert markdown == f"purged {other}\n"
+
+
+SYNC_KILLED_BEFORE_THE_SCRUB = """
+import os, sys
+from nervamem.cli import main
+from nervamem.storage.sqlite import Storage
+
+real_connect = Storage._connect
+
+def connect_without_secure_delete(self, path, *, read_only):  # many system builds
+    conn = real_connect(self, path, read_only=read_only)
+    conn.execute("PRAGMA secure_delete = OFF")
+    return conn
+
+def killed(self):  # as if SIGKILL landed right after the import committed
+    os._exit(9)
+
+Storage._connect = connect_without_secure_delete
+Storage.scrub_files = killed
+main(sys.argv[1:])
+"""
+
+
+def test_a_purge_synced_from_another_clone_and_killed_before_the_scrub_leaves_no_trace(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A purge that arrives by sync deletes the rows and commits, then scrubs the files.
+    Killed in between on an SQLite built without SECURE_DELETE, the deleted cells'
+    bytes stayed in the file, as they would not after a local purge (which switches
+    secure_delete on for its delete): a sync now deletes with it on too."""
+    ours, theirs = (tmp_path / name / ".nervapack" / "memory.db" for name in ("ours", "theirs"))
+    mark = _marker()
+    for db in (ours, theirs):
+        db.parent.mkdir(parents=True)
+    with MemoryStore(ours) as memory:
+        memory.share()
+        for i in range(30):
+            memory.store("fact", f"filler fact {i}", entities=[f"Widget{i}"])
+        secret = memory.store("fact", f"the secret is {mark}")
+    shutil.copytree(ours.parent / "events", theirs.parent / "events")
+    code, _, err, _ = harness.run_fresh(["--db", str(theirs), "sync"], env=env)
+    assert (code, err) == (0, "")
+    assert _traces(theirs.parent, mark), "precondition: the other clone holds the secret"
+    with MemoryStore(ours) as memory:
+        memory.forget(secret, purge=True)
+    shutil.rmtree(theirs.parent / "events")
+    shutil.copytree(ours.parent / "events", theirs.parent / "events")  # a git pull
+
+    child = subprocess.run(
+        [sys.executable, "-c", SYNC_KILLED_BEFORE_THE_SCRUB, "--db", str(theirs), "sync"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+    assert child.returncode == 9, child.stderr
+    health = harness.inspect_store(theirs)  # opens and closes the store: a checkpoint
+    assert health.ok and secret not in health.ids and len(health.ids) == 60
+    assert _traces(theirs.parent, mark) == {}
