@@ -477,3 +477,37 @@ def test_a_purge_synced_from_another_clone_and_killed_before_the_scrub_leaves_no
     health = harness.inspect_store(theirs)  # opens and closes the store: a checkpoint
     assert health.ok and secret not in health.ids and len(health.ids) == 60
     assert _traces(theirs.parent, mark) == {}
+
+
+def test_a_purge_takes_its_event_files_out_of_gits_index(tmp_path: Path) -> None:
+    """The event file of a memory was staged (``git add``), then the memory was purged.
+    The purge deleted the file from events/, but git's index still held it, so the next
+    ``git commit`` published the purged content, which had never been committed. The
+    purge now takes the files it deletes out of the index too (a committed one: its
+    deletion is staged, so the next commit no longer has it)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    from ..team.gitrepo import git
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    db = repo / ".nervapack" / "memory.db"
+    committed_mark, staged_mark = _marker(), _marker("zr")
+    db.parent.mkdir()
+    with MemoryStore(db) as memory:
+        memory.share()
+        kept = memory.store("fact", "a fact that stays")
+        committed = memory.store("fact", f"the secret is {committed_mark}")
+        git(repo, "add", ".nervapack/events")
+        git(repo, "commit", "-q", "-m", "events so far")
+        staged = memory.store("fact", f"staged, never committed: {staged_mark}")
+        git(repo, "add", ".nervapack/events")
+        memory.forget(staged, purge=True)
+        memory.forget(committed, purge=True)
+    git(repo, "commit", "-q", "-m", "after the purges")  # without adding anything
+
+    every_commit = git(repo, "rev-list", "--all").stdout.split()
+    assert git(repo, "grep", "-l", staged_mark[3:], *every_commit, check=False).stdout == ""
+    assert git(repo, "grep", "-l", committed_mark[3:], "HEAD", check=False).stdout == ""
+    assert git(repo, "grep", "-l", kept, "HEAD").stdout  # the rest stays
