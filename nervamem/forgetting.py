@@ -3,7 +3,8 @@ every trace of its content from the store's files (docs/reliability.md).
 
 Invariants: nodes are never deleted except by a purge; a purge keeps supersession
 chains closed (what superseded the purged node supersedes what it superseded) and
-removes the entities that existed only because the purged memory named them.
+removes the duplicates of it that consolidation forgot (they hold its text) and the
+entities that existed only because those memories named them.
 """
 
 from __future__ import annotations
@@ -86,38 +87,66 @@ def purge_node(storage: Storage, node_id: str) -> tuple[tuple[str, ...], str | N
 
 
 def delete_purged(storage: Storage, node_id: str, *, relink: bool) -> tuple[str, ...]:
-    """Delete a node and the entities only it named, inside an open transaction; returns
-    those entities. ``relink``: what superseded it now supersedes what it superseded, so
+    """Delete a node, the duplicates of it that consolidation forgot and the entities
+    only they named, inside an open transaction; returns those duplicates and entities.
+    ``relink``: what superseded a deleted memory now supersedes what it superseded, so
     the older version stays closed (a clone importing a purge gets those edges from the
     purge's event instead)."""
     conn = storage.connection
-    superseded = [
-        r[0]
-        for r in conn.execute(
-            "SELECT dst FROM mem_edges WHERE src = ? AND kind = 'SUPERSEDES'", (node_id,)
-        )
-    ]
-    if relink:
-        conn.execute(
-            "INSERT INTO mem_edges (src, dst, kind, created_at) "
-            "SELECT newer.src, older.dst, 'SUPERSEDES', ? FROM mem_edges newer "
-            "JOIN mem_edges older ON older.src = newer.dst AND older.kind = 'SUPERSEDES' "
-            "WHERE newer.dst = ? AND newer.kind = 'SUPERSEDES'"
-            + IGNORE_EXISTING_EDGE[storage.engine],
-            (storage.now(), node_id),
-        )
-    forget_active_session(storage, node_id)
-    removed = entities_only_named_by(storage, node_id)
-    gone = (node_id, *removed)
+    duplicates = duplicates_folded_into(storage, node_id)
+    memories = (node_id, *duplicates)
+    superseded: list[str] = []
+    for memory in memories:
+        superseded += [
+            r[0]
+            for r in conn.execute(
+                "SELECT dst FROM mem_edges WHERE src = ? AND kind = 'SUPERSEDES'", (memory,)
+            )
+        ]
+        if relink:
+            conn.execute(
+                "INSERT INTO mem_edges (src, dst, kind, created_at) "
+                "SELECT newer.src, older.dst, 'SUPERSEDES', ? FROM mem_edges newer "
+                "JOIN mem_edges older ON older.src = newer.dst AND older.kind = 'SUPERSEDES' "
+                "WHERE newer.dst = ? AND newer.kind = 'SUPERSEDES'"
+                + IGNORE_EXISTING_EDGE[storage.engine],
+                (storage.now(), memory),
+            )
+        forget_active_session(storage, memory)
+    entities = entities_only_named_by(storage, memories)
+    gone = (*memories, *entities)
     marks = ",".join("?" * len(gone))
     owned = conn.execute(
         f"SELECT namespace, alias FROM mem_aliases WHERE entity_id IN ({marks})", gone
     ).fetchall()
     conn.executemany("DELETE FROM mem_nodes WHERE id = ?", [(i,) for i in gone])
     hand_over_aliases(storage, owned)
-    for old in superseded:
-        writing.recompute_valid_until(storage, old)
-    return removed
+    for old in dict.fromkeys(superseded):
+        if old not in gone:
+            writing.recompute_valid_until(storage, old)
+    return (*duplicates, *entities)
+
+
+def duplicates_folded_into(storage: Storage, node_id: str) -> tuple[str, ...]:
+    """The memories consolidation tombstoned as duplicates of this one (``duplicate_of``
+    in their data), and of those, transitively. They hold the same text (that is what
+    made them duplicates), hidden: a purge of the memory that recall shows would
+    otherwise leave its content on disk in them."""
+    found: list[str] = []
+    frontier = [node_id]
+    while frontier:
+        marks = ",".join("?" * len(frontier))
+        frontier = [
+            str(row[0])
+            for row in storage.connection.execute(
+                "SELECT id FROM mem_nodes WHERE tombstoned = 1 "
+                f"AND json_extract(data, '$.duplicate_of') IN ({marks}) ORDER BY id",
+                frontier,
+            )
+            if row[0] != node_id and row[0] not in found
+        ]
+        found += frontier
+    return tuple(found)
 
 
 def hand_over_aliases(storage: Storage, owned: list[tuple[str, str]]) -> None:
@@ -144,19 +173,21 @@ def hand_over_aliases(storage: Storage, owned: list[tuple[str, str]]) -> None:
                 break
 
 
-def entities_only_named_by(storage: Storage, node_id: str) -> tuple[str, ...]:
-    """Entities that exist only because this memory named them: created by the same
-    write (one clock reading per transaction, so the same recorded_at) and linked to
-    nothing else. A purge removes them too, or the name of a person or a secret would
-    stay recallable. An entity stored on its own, or named by any other memory,
-    stays."""
+def entities_only_named_by(storage: Storage, memories: tuple[str, ...]) -> tuple[str, ...]:
+    """Entities that exist only because these memories (a purged one and its folded
+    duplicates) named them: created by the same write as one of them (one clock reading
+    per transaction, so the same recorded_at) and linked to nothing else. A purge
+    removes them too, or the name of a person or a secret would stay recallable. An
+    entity stored on its own, or named by any other memory, stays."""
+    marks = ",".join("?" * len(memories))
     rows = storage.connection.execute(
-        "SELECT ent.id FROM mem_edges e JOIN mem_nodes ent ON ent.id = e.dst "
+        "SELECT DISTINCT ent.id FROM mem_edges e JOIN mem_nodes ent ON ent.id = e.dst "
         "JOIN mem_nodes purged ON purged.id = e.src "
-        "WHERE e.src = ?1 AND e.kind = 'ABOUT' AND ent.kind = 'entity' "
+        f"WHERE e.src IN ({marks}) AND e.kind = 'ABOUT' AND ent.kind = 'entity' "
         "AND ent.recorded_at = purged.recorded_at "
-        "AND NOT EXISTS (SELECT 1 FROM mem_edges o WHERE o.dst = ent.id AND o.src <> ?1) "
+        f"AND NOT EXISTS (SELECT 1 FROM mem_edges o WHERE o.dst = ent.id "
+        f"AND o.src NOT IN ({marks})) "
         "AND NOT EXISTS (SELECT 1 FROM mem_edges o WHERE o.src = ent.id) ORDER BY ent.id",
-        (node_id,),
+        (*memories, *memories),
     ).fetchall()
     return tuple(str(row[0]) for row in rows)

@@ -120,7 +120,8 @@ class ForgetResult:
 
     id: str
     purged: bool
-    # Purge only: entity nodes that existed only because the purged memory named them.
+    # Purge only: the duplicates of it that consolidation forgot (they hold its text),
+    # then the entity nodes that existed only because those memories named them.
     removed: tuple[str, ...] = ()
     # Tombstone only: it was forgotten before, so this call changed nothing.
     already: bool = False

@@ -349,11 +349,17 @@ def purge_rows(storage: Storage, node_id: str) -> tuple[str, ...]:
 
 
 def import_events(
-    storage: Storage, events: Iterable[tuple[str, str]], *, write_files: bool = False
+    storage: Storage,
+    events: Iterable[tuple[str, str]],
+    *,
+    write_files: bool = False,
+    scrub: bool = True,
 ) -> SyncReport:
     """Import events given as (source, JSON text), in one write transaction. Each event is
     checked and applied alone; a bad one is reported and skipped. With ``write_files``
-    (an import into a shared store) each new event is also written to its events folder."""
+    (an import into a shared store) each new event is also written to its events folder.
+    ``scrub=False``: the caller runs it in a transaction of its own and scrubs the files
+    after a purge once that commits (a rebuild)."""
     problems: list[EventProblem] = []
     parsed: list[tuple[str, dict[str, Any]]] = []
     for source, text in events:
@@ -373,7 +379,9 @@ def import_events(
     if log is not None:
         log.suppressed = True
     try:
-        with storage.transaction():
+        # secure_delete, as a local purge has: a purge among the events deletes rows
+        # whose bytes must not wait for the scrub after the commit (a kill in between).
+        with storage.secure_deletes(), storage.transaction():
             conn = storage.connection
             known = _known_events(conn, [e["id"] for _, e in parsed])
             purged_ids = {row[0] for row in conn.execute("SELECT node_id FROM mem_purged")}
@@ -435,7 +443,7 @@ def import_events(
             log.suppressed = False
     if written:
         os.sync()  # one flush for all the files, not two fsyncs each
-    if purged:
+    if purged and scrub:
         storage.scrub_files()
     problems.sort()
     return _report(imported, already, tuple(problems), 0, tuple(purged))
@@ -616,7 +624,13 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
         with storage.transaction():
             log.restore_files(storage.connection, restore, drop)
     if rebuild:
-        _empty_cache(storage)
+        return _rebuild(storage, log)
+    return _sync_files(storage, log, full=full)
+
+
+def _sync_files(storage: Storage, log: EventLog, *, full: bool, scrub: bool = True) -> SyncReport:
+    """sync's import of the event files (``scrub``: VACUUM after a purge among them;
+    not inside a caller's transaction, which scrubs after its commit)."""
     conn = storage.connection
     recorded = dict(conn.execute("SELECT folder, stamp FROM mem_event_folders").fetchall())
     stamps: dict[str, str] = {}
@@ -624,15 +638,15 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
     for month in month_folders(log.folder):
         stamp = folder_stamp(log.folder / month)
         stamps[month] = stamp
-        if full or rebuild or recorded.get(month) != stamp:
+        if full or recorded.get(month) != stamp:
             to_read.append(month)
     listing = {month: _event_names(log.folder / month) for month in to_read}
     gone_months = [month for month in recorded if month not in stamps]
-    if not rebuild and _files_removed(conn, listing, gone_months):
+    if _files_removed(conn, log.folder, listing, gone_months):
         # Event files this cache imported are gone (a checkout of a branch without
         # them, a reset, a stash): what they said cannot be taken back one by one, so
         # the cache is made again from the files there are.
-        rebuilt = sync(storage, rebuild=True)
+        rebuilt = _rebuild(storage, log)
         return _report(
             rebuilt.imported,
             rebuilt.already,
@@ -660,7 +674,7 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or exc
             problems.append(_problem(source, f"unreadable ({reason})"))
-    result = import_events(storage, texts)
+    result = import_events(storage, texts, scrub=scrub)
     with storage.transaction():
         # A folder is marked read only when all of it was imported: a problem event is
         # reported again at the next sync (fixed or still broken), never forgotten.
@@ -674,10 +688,6 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
                 if month not in failed and not _racy(stamps[month])
             ],
         )
-    if rebuild and not result.purged and conn.execute("SELECT 1 FROM mem_purged").fetchone():
-        # The old cache held what a purge among these events removed: its rows were
-        # deleted with the rest, and their bytes must not stay in free pages.
-        storage.scrub_files()
     return _report(
         result.imported,
         result.already,
@@ -707,16 +717,22 @@ def _event_names(month: Path) -> list[str]:
     ]
 
 
-def _files_removed(conn: Connection, listing: dict[str, list[str]], gone_months: list[str]) -> bool:
+def _files_removed(
+    conn: Connection, folder: Path, listing: dict[str, list[str]], gone_months: list[str]
+) -> bool:
     """Whether an event file this cache holds is missing from a folder just listed, or
     a whole month's folder it read is gone. Event IDs begin with their time, so a
-    month's events are one range of the primary key."""
+    month's events are one range of the primary key. A held event missing from the
+    listing is looked for again: another process may have written it (the file, then
+    its COMMIT) after the folder was listed and before this read of what is held,
+    which is no reason to rebuild the cache."""
     for month, names in [*listing.items(), *((m, []) for m in gone_months)]:
         low, high = _month_id_range(month)
         held = conn.execute(
             "SELECT id FROM mem_events WHERE id >= ? AND id < ?", (low, high)
         ).fetchall()
-        if {row[0] for row in held} - set(names):
+        missing = {row[0] for row in held} - set(names)
+        if any(not (folder / month / f"{name}.json").exists() for name in missing):
             return True
     return False
 
@@ -740,6 +756,29 @@ def _shared_log(storage: Storage) -> EventLog:
             "run 'nervamem init --shared' to share it"
         )
     return storage.events
+
+
+def _rebuild(storage: Storage, log: EventLog) -> SyncReport:
+    """The cache emptied and made again from the event files in one transaction: a
+    process killed part-way (a git hook's time limit) leaves the cache as it was, and
+    readers meanwhile see the old cache, never an empty one. Access counts are put back
+    in it too. The events it imports are not captured as new ones (``suppressed``)."""
+    log.suppressed = True
+    try:
+        # secure_delete: the old cache's rows may hold what a purge among the events
+        # removes, whose bytes must not wait for the scrub after the commit.
+        with storage.secure_deletes(), storage.transaction():
+            _empty_cache(storage)
+            report = _sync_files(storage, log, full=True, scrub=False)
+            restore_access_counts(storage)
+    finally:
+        log.suppressed = False
+    if report.purged or storage.connection.execute("SELECT 1 FROM mem_purged").fetchone():
+        # The old cache held what a purge among these events removed (or this import
+        # purged): its rows were deleted with the rest, and their bytes must not stay
+        # in free pages. Only after the commit: VACUUM cannot run in a transaction.
+        storage.scrub_files()
+    return report
 
 
 def _empty_cache(storage: Storage) -> None:
@@ -917,34 +956,52 @@ def share(storage: Storage) -> int:
         except OSError:
             pass  # best effort: the folder holds events already, or is read-only
         return 0
-    events = history_events(storage)
+    import shutil
+
     from .storage.event_log import write_file_durably
 
-    created = not folder.exists()
+    # The history goes into a folder of another name, which becomes the events folder
+    # once whole, just before COMMIT: killed or interrupted part-way, the store is not
+    # shared (a store with part of its history in events would lose the rest at the
+    # next rebuild of its cache, and a second 'init --shared' would do nothing). All of
+    # it under the write lock: a writer that began before commits first and its rows
+    # are in the history; one that begins after the rename writes its own event
+    # (Storage._notice_sharing).
+    staging = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    renamed = False
+    events: list[dict[str, Any]] = []
     try:
-        folder.mkdir(exist_ok=True)
-        mark_shared(folder)
         with storage.transaction():
+            if storage.events is not None:  # shared meanwhile by another process
+                return 0
+            for leftover in folder.parent.glob(f".{folder.name}.*.tmp"):
+                shutil.rmtree(leftover, ignore_errors=True)  # of a share that was killed
+            staging.mkdir()
+            mark_shared(staging)
+            events = history_events(storage)
             for event in events:
-                path = event_path(folder, event["id"], event["recorded_at"])
+                path = event_path(staging, event["id"], event["recorded_at"])
                 write_file_durably(path, canonical_json(event), sync=False)
                 storage.connection.execute(
                     "INSERT INTO mem_events (id, recorded_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
                     (event["id"], event["recorded_at"]),
                 )
-            os.sync()  # one flush for every file written, before the store says so
-            for month in month_folders(folder):
+            for month in month_folders(staging):  # a month's stamp survives the rename
                 storage.connection.execute(
                     "INSERT INTO mem_event_folders (folder, stamp) VALUES (?, ?) "
                     "ON CONFLICT (folder) DO UPDATE SET stamp = excluded.stamp",
-                    (month, folder_stamp(folder / month)),
+                    (month, folder_stamp(staging / month)),
                 )
-    except OSError as exc:
-        if created:
-            import shutil
-
-            shutil.rmtree(folder, ignore_errors=True)
-        raise StoreError(f"cannot write events in {folder}: {exc.strerror or exc}") from None
+            os.sync()  # one flush for every file written, before the store says so
+            os.rename(staging, folder)
+            renamed = True
+            _sync_folder(folder.parent)
+    except BaseException as exc:
+        shutil.rmtree(folder if renamed else staging, ignore_errors=True)
+        storage.events = None  # the store stays unshared
+        if isinstance(exc, OSError):
+            raise StoreError(f"cannot write events in {folder}: {exc.strerror or exc}") from None
+        raise
     storage.events = EventLog(folder)
     return len(events)
 
@@ -992,6 +1049,15 @@ Every file under this folder is one event of the project's memory: a change writ
 hooks of `nervamem hooks install`) brings it into your local store. See nervamem's
 docs/team-memory.md. This file keeps the folder in git before the first event exists.
 """
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync a folder, so that a rename in it survives a power loss."""
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def mark_shared(folder: Path) -> None:

@@ -72,7 +72,12 @@ def _render(view: str, payload: Any) -> str:
         result: ForgetResult = payload
         verb = "purged" if result.purged else "already forgotten" if result.already else "forgot"
         lines = [f"{verb} {result.id}"]
-        lines += [f"purged {entity} (an entity only it named)" for entity in result.removed]
+        lines += [
+            f"purged {node} (an entity only it named)"
+            if node.startswith("e_")
+            else f"purged {node} (a duplicate of it that consolidation forgot)"
+            for node in result.removed
+        ]
         return "\n".join(lines) + "\n"
     if view == "ns_list":
         infos: list[NamespaceInfo] = payload

@@ -279,6 +279,8 @@ class EventLog:
         removed, self.to_remove = self.to_remove, []
         for path in removed:
             path.unlink(missing_ok=True)
+        if removed:
+            unstage(self.folder, removed)
 
     def after_rollback(self) -> None:
         self.to_remove = []
@@ -398,6 +400,31 @@ class EventLog:
         conn.executemany(
             "DELETE FROM mem_event_journal WHERE id = ?", [(i,) for i in (*restore, *drop)]
         )
+
+
+GIT_TIMEOUT_S = 10
+
+
+def unstage(folder: Path, paths: list[Path]) -> None:
+    """Take event files a purge deleted out of git's index too (``git rm --cached``):
+    one staged with ``git add`` and never committed would otherwise go into the next
+    commit with the purged content; for one committed already, its deletion is staged.
+    Best effort and silent: no git, a folder outside a repository, or an index locked
+    by a running git leave the index as it is (docs/team-memory.md)."""
+    import subprocess
+
+    try:
+        subprocess.run(
+            ["git", "-C", str(folder), "rm", "--cached", "--quiet", "--ignore-unmatch", "--"]
+            + [str(path) for path in paths],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        pass
 
 
 # Linux writes a dirty page back within 30 s (vm.dirty_expire_centisecs): a file written a

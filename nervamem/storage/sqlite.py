@@ -107,8 +107,17 @@ class Storage(StorageBase):
         self.connection = self._open()
         self._queue_writes = True
         # A shared store (an events folder beside the file, event_log.py) writes every
-        # transaction's changes as an event file too. One stat: unshared stores pay
+        # transaction's changes as an event file too. One stat here and one at each
+        # write transaction while unshared (_notice_sharing): unshared stores pay
         # nothing else.
+        self._notice_sharing()
+
+    def _notice_sharing(self) -> None:
+        """Capture events from now on if the store is shared (an events folder beside
+        it). Checked again at every write transaction of an unshared store: a process
+        that opened it before ``init --shared`` (an MCP server, a library) must not go
+        on writing nodes that no event file holds, which a rebuild of the cache would
+        drop and no clone would ever get."""
         if (self.path.parent / "events").is_dir():
             from .event_log import EventLog, events_folder_beside
 
@@ -344,6 +353,8 @@ class Storage(StorageBase):
         self.transaction_time = self.clock()
         event_file: Path | None = None
         try:
+            if self.events is None and self._queue_writes:  # not while migrating on open
+                self._notice_sharing()
             if self.events is not None:
                 self.events.begin(self.connection)
             yield

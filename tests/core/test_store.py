@@ -594,3 +594,31 @@ def test_stats_do_not_count_a_stated_end_as_superseded(store: MemoryStore) -> No
     old = store.store("fact", "v1")
     store.store("fact", "v2", supersedes=old)
     assert store.stats().superseded == 1
+
+
+def test_a_purge_takes_the_duplicates_consolidation_folded_into_it(store: MemoryStore) -> None:
+    """Consolidation forgets the older of two duplicates (``duplicate_of`` the newer);
+    a purge of the newer takes the older too (it holds the same text), with the
+    entities only they named, and keeps the history consistent: what the older copy
+    superseded is current again, as after a purge of the newest version of a chain."""
+    earlier = store.store("fact", "the limit is four")
+    session = store.start_session("limits")
+    older = store.store(
+        "fact", "the limit is five quokkaword", entities=["Quokkaent"], supersedes=earlier
+    )
+    newer = store.store("fact", "the limit is five quokkaword", entities=["Quokkaent"])
+    kept = store.store("fact", "another fact of the session")
+    store.end_session(session)
+    assert store.consolidate().tombstoned == (older,)
+    entity = store.connection.execute(
+        "SELECT dst FROM mem_edges WHERE src = ? AND kind = 'ABOUT'", (older,)
+    ).fetchone()[0]
+
+    result = store.forget(newer, purge=True)
+
+    assert result.removed == (older, entity)
+    conn = store.connection
+    left = {row[0] for row in conn.execute("SELECT id FROM mem_nodes")}
+    assert not {newer, older, entity} & left and {earlier, kept, session} <= left
+    assert store.get(earlier).valid_until is None
+    assert not conn.execute("SELECT 1 FROM mem_nodes WHERE content LIKE '%quokka%'").fetchall()

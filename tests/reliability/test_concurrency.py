@@ -236,3 +236,85 @@ def test_simultaneous_first_opens_switch_to_wal(
         for thread in threads:
             thread.join()
     assert failures == []
+
+
+def test_a_process_open_before_the_store_was_shared_writes_events(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A long-lived process (an MCP server, a library) has the store open when someone
+    runs ``init --shared``. Its later writes must become event files like anyone's:
+    before, it went on writing nodes that no event held, so no clone ever got them and
+    the next rebuild of the cache (a sync after a checkout) dropped them, acknowledged."""
+    db = tmp_path / "repo" / ".nervapack" / "memory.db"
+    with MemoryStore(db) as memory:
+        before = memory.store("fact", "stored before sharing gizmo4")
+        code, _, err, _ = harness.run_fresh(["--db", str(db), "init", "--shared"], env=env)
+        assert (code, err) == (0, "")
+        after = memory.store("fact", "stored after sharing gizmo4", entities=["Gizmo"])
+        with memory.batch():
+            batched = memory.store("fact", "stored in a batch after sharing gizmo4")
+    held = "".join(path.read_text() for path in (db.parent / "events").rglob("ev_*.json"))
+    assert before in held and after in held and batched in held
+    code, _, err, _ = harness.run_fresh(["--db", str(db), "sync", "--rebuild"], env=env)
+    assert (code, err) == (0, "")
+    health = harness.inspect_store(db)
+    assert health.ok and {before, after, batched} <= health.ids
+
+
+def test_a_write_racing_init_shared_is_in_the_events(tmp_path: Path, env: dict[str, str]) -> None:
+    """A write that commits while ``init --shared`` turns the history into event files
+    is in those files or in its own event, never in neither."""
+    db = tmp_path / "repo" / ".nervapack" / "memory.db"
+    with MemoryStore(db) as memory:
+        memory.store("fact", "an old fact")
+    acknowledged: list[str] = []
+    stop = threading.Event()
+
+    def write() -> None:
+        with MemoryStore(db) as writer:  # opened while the store is not shared yet
+            while not stop.is_set():
+                acknowledged.append(writer.store("fact", f"racing fact {len(acknowledged)}"))
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
+        time.sleep(0.3)
+        code, _, err, _ = harness.run_fresh(["--db", str(db), "init", "--shared"], env=env)
+        assert (code, err) == (0, "")
+        time.sleep(0.3)
+    finally:
+        stop.set()
+        thread.join()
+    code, _, err, _ = harness.run_fresh(["--db", str(db), "sync", "--rebuild"], env=env)
+    assert (code, err) == (0, "")
+    missing = set(acknowledged) - harness.inspect_store(db).ids
+    assert not missing, f"{len(missing)} of {len(acknowledged)} acknowledged writes lost"
+
+
+def test_a_write_while_sync_lists_the_events_does_not_rebuild_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sync lists the event folders, then reads which events the cache holds: a write
+    by another process in between (its file, then its COMMIT) made the cache hold an
+    event the listing lacked, which sync took for a file removed by a checkout and
+    rebuilt the whole cache (6 of 151 syncs racing one writer), holding the write lock
+    for as long as that takes and telling the user files were gone."""
+    from nervamem import sharing
+
+    db = tmp_path / "repo" / ".nervapack" / "memory.db"
+    (db.parent / "events").mkdir(parents=True)
+    with MemoryStore(db) as writer, MemoryStore(db) as syncer:
+        writer.store("fact", "before the sync")
+        real_listing = sharing._event_names
+
+        writes: list[str] = []
+
+        def listing_then_a_write(month: Path) -> list[str]:
+            names = real_listing(month)
+            if not writes:  # once: a rebuild lists again, holding the write lock
+                writes.append(writer.store("fact", "stored after the listing"))
+            return names
+
+        monkeypatch.setattr(sharing, "_event_names", listing_then_a_write)
+        report = syncer.sync(full=True)
+        assert not report.rebuilt

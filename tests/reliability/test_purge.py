@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -371,3 +372,142 @@ def test_purge_drops_the_index_samples_that_an_analyze_with_stat4_copied(
     assert harness.inspect_store(db_path).ok
     recalled = cli("recall", "filler fact", "--format", "json")
     assert recalled.exit_code == 0 and "Widget1x" in recalled.stdout
+
+
+def test_purge_takes_the_duplicates_that_consolidation_forgot(cli: Run, db_path: Path) -> None:
+    """An agent stored the same secret twice in a session; consolidation forgot the
+    older copy as a duplicate of the newer (``duplicate_of``), so recall shows one. A
+    purge of the one shown must take the hidden copy too: it holds the same text. In a
+    shared store, no event file keeps it either, and a cache rebuilt from the events
+    has neither copy."""
+    assert cli("init", "--shared").exit_code == 0
+    content_mark, entity_mark = _marker(), _marker("Zu")
+    cli("session", "start", "work")
+    older = _store(cli, "fact", f"the api key is {content_mark}", "-e", entity_mark)
+    newer = _store(cli, "fact", f"the api key is {content_mark}", "-e", entity_mark)
+    other = _store(cli, "fact", "an unrelated fact of the session")
+    assert cli("session", "end", "--summary", "done").exit_code == 0
+    consolidated = json.loads(cli("consolidate", "--format", "json").stdout)
+    assert consolidated["tombstoned"] == [older], "precondition: the older copy was folded"
+    recalled = json.loads(cli("recall", "api key", "--format", "json").stdout)
+    shown = {item["id"] for item in recalled["items"]}
+    assert newer in shown and older not in shown
+    with MemoryStore(db_path) as memory:
+        entity = memory.connection.execute(
+            "SELECT dst FROM mem_edges WHERE src = ? AND kind = 'ABOUT'", (newer,)
+        ).fetchone()[0]
+
+    result = cli("forget", newer, "--purge", "--yes", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["removed"] == [older, entity]
+
+    traces = {
+        str(path.relative_to(db_path.parent)): hits
+        for path in db_path.parent.rglob("*")
+        if path.is_file()
+        for hits in [
+            [m for m in (content_mark, entity_mark.lower()) if m[3:].encode() in path.read_bytes()]
+        ]
+        if hits
+    }
+    assert traces == {}
+    health = harness.inspect_store(db_path)
+    assert health.ok and not {newer, older, entity} & health.ids and other in health.ids
+    assert cli("sync", "--rebuild").exit_code == 0
+    rebuilt = harness.inspect_store(db_path)
+    assert not {newer, older, entity} & rebuilt.ids and other in rebuilt.ids
+    markdown = cli("forget", other, "--purge", "--yes", "--format", "markdown").stdout
+    assert markdown == f"purged {other}\n"
+
+
+SYNC_KILLED_BEFORE_THE_SCRUB = """
+import os, sys
+from nervamem.cli import main
+from nervamem.storage.sqlite import Storage
+
+real_connect = Storage._connect
+
+def connect_without_secure_delete(self, path, *, read_only):  # many system builds
+    conn = real_connect(self, path, read_only=read_only)
+    conn.execute("PRAGMA secure_delete = OFF")
+    return conn
+
+def killed(self):  # as if SIGKILL landed right after the import committed
+    os._exit(9)
+
+Storage._connect = connect_without_secure_delete
+Storage.scrub_files = killed
+main(sys.argv[1:])
+"""
+
+
+def test_a_purge_synced_from_another_clone_and_killed_before_the_scrub_leaves_no_trace(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A purge that arrives by sync deletes the rows and commits, then scrubs the files.
+    Killed in between on an SQLite built without SECURE_DELETE, the deleted cells'
+    bytes stayed in the file, as they would not after a local purge (which switches
+    secure_delete on for its delete): a sync now deletes with it on too."""
+    ours, theirs = (tmp_path / name / ".nervapack" / "memory.db" for name in ("ours", "theirs"))
+    mark = _marker()
+    for db in (ours, theirs):
+        db.parent.mkdir(parents=True)
+    with MemoryStore(ours) as memory:
+        memory.share()
+        for i in range(30):
+            memory.store("fact", f"filler fact {i}", entities=[f"Widget{i}"])
+        secret = memory.store("fact", f"the secret is {mark}")
+    shutil.copytree(ours.parent / "events", theirs.parent / "events")
+    code, _, err, _ = harness.run_fresh(["--db", str(theirs), "sync"], env=env)
+    assert (code, err) == (0, "")
+    assert _traces(theirs.parent, mark), "precondition: the other clone holds the secret"
+    with MemoryStore(ours) as memory:
+        memory.forget(secret, purge=True)
+    shutil.rmtree(theirs.parent / "events")
+    shutil.copytree(ours.parent / "events", theirs.parent / "events")  # a git pull
+
+    child = subprocess.run(
+        [sys.executable, "-c", SYNC_KILLED_BEFORE_THE_SCRUB, "--db", str(theirs), "sync"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+    assert child.returncode == 9, child.stderr
+    health = harness.inspect_store(theirs)  # opens and closes the store: a checkpoint
+    assert health.ok and secret not in health.ids and len(health.ids) == 60
+    assert _traces(theirs.parent, mark) == {}
+
+
+def test_a_purge_takes_its_event_files_out_of_gits_index(tmp_path: Path) -> None:
+    """The event file of a memory was staged (``git add``), then the memory was purged.
+    The purge deleted the file from events/, but git's index still held it, so the next
+    ``git commit`` published the purged content, which had never been committed. The
+    purge now takes the files it deletes out of the index too (a committed one: its
+    deletion is staged, so the next commit no longer has it)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    from ..team.gitrepo import git
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    db = repo / ".nervapack" / "memory.db"
+    committed_mark, staged_mark = _marker(), _marker("zr")
+    db.parent.mkdir()
+    with MemoryStore(db) as memory:
+        memory.share()
+        kept = memory.store("fact", "a fact that stays")
+        committed = memory.store("fact", f"the secret is {committed_mark}")
+        git(repo, "add", ".nervapack/events")
+        git(repo, "commit", "-q", "-m", "events so far")
+        staged = memory.store("fact", f"staged, never committed: {staged_mark}")
+        git(repo, "add", ".nervapack/events")
+        memory.forget(staged, purge=True)
+        memory.forget(committed, purge=True)
+    git(repo, "commit", "-q", "-m", "after the purges")  # without adding anything
+
+    every_commit = git(repo, "rev-list", "--all").stdout.split()
+    assert git(repo, "grep", "-l", staged_mark[3:], *every_commit, check=False).stdout == ""
+    assert git(repo, "grep", "-l", committed_mark[3:], "HEAD", check=False).stdout == ""
+    assert git(repo, "grep", "-l", kept, "HEAD").stdout  # the rest stays
