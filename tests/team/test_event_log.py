@@ -620,6 +620,19 @@ def test_export_and_import_through_the_cli(cli: Run, tmp_path: Path) -> None:
     assert bad.stderr.startswith("nervamem: skipped stdin:")
 
 
+def test_export_never_writes_over_the_store(cli: Run, db_path: Path, tmp_path: Path) -> None:
+    """``export -o`` naming the store's own file (or its WAL, its lock files, a link to
+    it) replaced the store with its export and exited 0: every memory lost."""
+    cli("store", "fact", "kept through a mistyped export")
+    before = cli("export").stdout
+    (tmp_path / "link.db").symlink_to(db_path)
+    for target in (db_path, Path(f"{db_path}-lock"), tmp_path / "link.db"):
+        bad = cli("export", "-o", str(target))
+        assert bad.exit_code == 2 and "store's own file" in bad.stderr, bad.stderr
+    assert (tmp_path / "link.db").is_symlink()
+    assert cli("export").stdout == before
+
+
 def test_an_imported_edge_of_an_unknown_kind_is_named(cli: Run, tmp_path: Path) -> None:
     """Review F-1: the store's NOT NULL on mem_links.kind answered first, naming an
     internal table; the event is checked, and the message names the kind and the valid
