@@ -308,6 +308,22 @@ def test_errors_are_one_line_with_documented_exit_code(
     assert store_fingerprint(db_path) == before
 
 
+@pytest.mark.parametrize(
+    "args", [["store", "fact", "x", "--session", ""], ["session", "end", "--session", ""]]
+)
+def test_a_blank_session_id_is_bad_input_not_the_active_session(
+    cli: Run, db_path: Path, args: list[str]
+) -> None:
+    """``--session "$SID"`` with SID unset stored into, or ended, the active session."""
+    active = cli("session", "start", "the task").stdout.strip()
+    before = store_fingerprint(db_path)
+    result = cli(*args)
+    assert result.exit_code == 2, result.stderr
+    assert "not a node ID" in result.stderr and result.stderr.count("\n") == 1
+    assert store_fingerprint(db_path) == before
+    assert json.loads(cli("--format", "json", "ns", "current").stdout)["session"] == active
+
+
 def test_ambiguous_prefix_lists_candidates(cli: Run) -> None:
     first = cli("store", "fact", "one").stdout.strip()
     second = cli("store", "fact", "two").stdout.strip()
