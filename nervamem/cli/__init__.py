@@ -18,6 +18,7 @@ from .startup import (
     cyclic_gc_paused,
     freeze_start_up_objects,
     invoked_command,
+    reopen_closed_streams,
     skip_collection_at_exit,
 )
 
@@ -32,8 +33,6 @@ def main(argv: list[str] | None = None) -> Any:
     its entry point (the console script, ``python -m nervamem``)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if argv is None:
-        from .context import reopen_closed_streams
-
         reopen_closed_streams()
     # Typer, Click and the invoked command's tree (or, for store and recall written
     # plainly, the modules they run: direct.prepare) are imported and built with the
