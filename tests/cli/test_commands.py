@@ -247,6 +247,14 @@ def test_init_in_project_and_global(
     assert (Path.home() / ".nervapack" / "memory.db").is_file()
 
 
+def test_init_global_with_db_is_bad_input(cli: Run, tmp_path: Path) -> None:
+    """'--db X init --global' made the home store and left X unmade, saying nothing."""
+    named = tmp_path / "named.db"
+    result = cli("--db", str(named), "init", "--global")
+    assert result.exit_code == 2 and "--global" in result.stderr, result.stderr
+    assert not named.exists() and not (Path.home() / ".nervapack").exists()
+
+
 def test_global_options_before_the_command(cli: Run, tmp_path: Path) -> None:
     other = tmp_path / "other.db"
     node_id = cli("--db", str(other), "--ns", "team", "store", "fact", "in team").stdout.strip()
