@@ -276,6 +276,25 @@ def test_closed_standard_streams_keep_the_exit_code_and_the_contract(tmp_path: P
     assert contents == ["also kept", "keep me"]
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+@pytest.mark.parametrize("args", [("export",), ("--format", "json", "list"), ("list",)])
+def test_output_to_a_full_disk_is_not_an_internal_error(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """``nervamem export > backup.jsonl`` on a full disk said "internal error" (a bug to
+    report): it is the system's failure, exit 1 with its reason."""
+    env = _env(NERVAPACK_MEMORY_DB=str(tmp_path / "memory.db"))
+    run = [sys.executable, "-m", "nervamem"]
+    subprocess.run([*run, "store", "fact", "kept"], env=env, check=True, timeout=60)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [*run, *args], env=env, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60
+        )
+    assert done.returncode == 1
+    assert "internal" not in done.stderr and "No space left on device" in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+
+
 # The post-commit hook records commits and never holds up or fails one.
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
