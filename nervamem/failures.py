@@ -61,8 +61,20 @@ def describe(exc: Exception) -> Failure:
             int(ExitCode.STORE_UNAVAILABLE),
             one_line(f"cannot use {where}: {reason}"),
         )
+    if isinstance(exc, OSError) and exc.errno in _SYSTEM_FAILURES:
+        # No file named: standard output redirected to a full disk (`export > f`), or an
+        # event file's write. The system's failure, not a bug to report.
+        return Failure(
+            "error",
+            int(ExitCode.STORE_UNAVAILABLE),
+            one_line(f"the system refused to read or write: {exc.strerror or exc}"),
+        )
     return Failure(
         "internal",
         int(ExitCode.STORE_UNAVAILABLE),
         one_line(f"internal error: {type(exc).__name__}: {exc}"),
     )
+
+
+# A full disk or quota, a file too large, a failing device.
+_SYSTEM_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})

@@ -68,8 +68,10 @@ def end_session(storage: Storage, session: str | None = None, *, summary: str | 
 
 
 def session_to_end(storage: Storage, session: str | None) -> Node:
-    ref = session or current(storage).session
-    if not ref:
+    # None: the active one. A blank ID is refused below, not read as "the active one":
+    # `--session "$SID"` with SID unset ended the active session instead.
+    ref = current(storage).session if session is None else session
+    if ref is None or (session is None and not ref):
         # storage.namespace: --ns for this command, else the active namespace.
         raise BadInputError(
             f"no active session in namespace {storage.namespace!r}: pass --session ID"

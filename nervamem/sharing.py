@@ -104,25 +104,52 @@ def parse_event(text: str) -> dict[str, Any]:
     if not isinstance(changes, list) or not changes:
         raise EventError("no 'changes'")
     for index, change in enumerate(changes):
-        problem = _change_problem(change) or (
-            "text with a NUL character, which store refuses too" if _holds_nul(change) else None
-        )
+        problem = _change_problem(change) or _text_problem(change)
         if problem:
             raise EventError(f"change {index}: {problem}")
     return event
 
 
+def _text_problem(change: Any) -> str | None:
+    """What is wrong with the texts of a change, if anything, as ``store`` would refuse
+    them too: a NUL character (a PostgreSQL text or jsonb value cannot hold one, so the
+    same event would import into an SQLite store and fail the whole import on a server),
+    or a lone surrogate (JSON may spell one, ``"\\ud800"``, but it is not Unicode text:
+    no store can encode it, and the whole import failed as an internal error)."""
+    if _holds_nul(change):
+        return "text with a NUL character, which store refuses too"
+    if _holds_surrogate(change):
+        return "text with a lone surrogate (not Unicode), which store refuses too"
+    return None
+
+
 def _holds_nul(value: Any) -> bool:
-    """Whether a NUL character is in any text of a change: ``store`` refuses one, and a
-    PostgreSQL text or jsonb value cannot hold it, so the same event would import into an
-    SQLite store and fail the whole import on a server."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_holds_nul(item) for item in value)
+    """Whether a NUL character is in any text of ``value``."""
+    return any("\x00" in text for text in _texts(value))
+
+
+def _holds_surrogate(value: Any) -> bool:
+    """Whether any text of ``value`` holds a surrogate, which UTF-8 cannot encode."""
+    for text in _texts(value):
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
     return False
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every text in a JSON value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _texts(key)
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
 
 
 def _is_time(value: Any) -> bool:
@@ -161,6 +188,7 @@ def _change_problem(change: Any) -> str | None:
             return "node without a confidence"
         if not isinstance(change.get("data"), dict):
             return "node without data"
+        return _decision_data_problem(change["data"])
     elif kind == "edge":
         if not (_is_id(change.get("src")) and _is_id(change.get("dst"))):
             return "edge without valid ends"
@@ -179,8 +207,22 @@ def _change_problem(change: Any) -> str | None:
     elif kind in ("tombstone", "purge"):
         if not _is_id(change.get("id")):
             return f"{kind} without a valid id"
-    elif kind == "data" and not (_is_id(change.get("id")) and isinstance(change.get("set"), dict)):
-        return "data change without an id or keys"
+    elif kind == "data":
+        if not (_is_id(change.get("id")) and isinstance(change.get("set"), dict)):
+            return "data change without an id or keys"
+        return _decision_data_problem(change["set"])
+    return None
+
+
+def _decision_data_problem(data: dict[str, Any]) -> str | None:
+    """A decision's rationale and rejected alternatives as ``store`` writes them (a text,
+    a list of texts), which recall and show read as such: another shape, hand-edited or
+    from another program, made every recall that met the node an internal error."""
+    if not isinstance(data.get("rationale", ""), (str, type(None))):
+        return "'rationale' is not text"
+    rejected = data.get("rejected", [])
+    if not isinstance(rejected, list) or not all(isinstance(item, str) for item in rejected):
+        return "'rejected' is not a list of texts"
     return None
 
 

@@ -639,7 +639,7 @@ def supersedable(storage: Storage, ref: str, namespace: str, new_start: str) -> 
 
 
 def session_for_write(storage: Storage, explicit: str | None, namespace: str) -> str | None:
-    if explicit:
+    if explicit is not None:  # a blank one is refused, not read as "the active one"
         node = nodes.get(storage, explicit, namespace=namespace)
         if node.kind != "session":
             raise BadInputError(f"{node.id} is a {node.kind}, not a session")

@@ -18,6 +18,7 @@ from .startup import (
     cyclic_gc_paused,
     freeze_start_up_objects,
     invoked_command,
+    reopen_closed_streams,
     skip_collection_at_exit,
 )
 
@@ -31,6 +32,8 @@ def main(argv: list[str] | None = None) -> Any:
     """Run one command: ``argv`` in-process, or, with None, the process's arguments as
     its entry point (the console script, ``python -m nervamem``)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:
+        reopen_closed_streams()
     # Typer, Click and the invoked command's tree (or, for store and recall written
     # plainly, the modules they run: direct.prepare) are imported and built with the
     # cyclic GC paused (startup.py). The process entry point then freezes them before the

@@ -58,6 +58,10 @@ def hoist_root_options(group: Any, ctx: Context, args: list[str]) -> list[str]:
             break
         if name in ROOT_VALUE_OPTIONS and name not in declared:
             width = 1 if "=" in arg else 2
+            if index + width > len(args):
+                # Moved to the front without its value, it would take the command's
+                # name for one ("No such command 'fact'").
+                raise UsageError(f"Option {arg!r} requires an argument.", ctx)
             front += args[index : index + width]
             index += width
             continue

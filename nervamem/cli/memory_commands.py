@@ -102,6 +102,9 @@ def init(
 
     settings = root_settings(ctx)
     output = output_format(ctx, fmt)
+    if global_ and settings.db is not None:
+        # Each names the store to create: --global made the home store, --db unheeded.
+        raise BadInputError("--db and --global exclude each other: give one")
     above = None
     url = resolve_store(settings.db) if not global_ else None
     if isinstance(url, str):  # a PostgreSQL database: its schema, nothing on disk

@@ -21,6 +21,9 @@ unchanged install in 40-120 interleaved rounds (median CPU time; the machine was
   module of (``--version``: none), and the one main() offers cli/direct.py when it is
   ``store`` or ``recall`` (DIRECT_COMMANDS), which then run without Typer.
 
+Not a trick but start-up too: ``reopen_closed_streams()``, the process entry point's
+first call, gives a standard stream the caller closed to /dev/null.
+
 Nothing here imports Typer: the first trick must run before Typer is imported.
 """
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -78,6 +82,36 @@ def skip_collection_at_exit() -> None:
     it was.
     """
     gc.freeze()
+
+
+def reopen_closed_streams() -> None:
+    """Give a standard stream the caller closed (``<&-``, ``>&-``, ``2>&-``, a launcher
+    that closes them) to /dev/null, for the process entry point.
+
+    Python makes such a stream None, and the first ``sys.stdout.write`` or
+    ``sys.stdin.isatty()`` was an internal error, reported on a closed stderr with the
+    wrong exit code. Read from /dev/null, a closed stdin is empty and not a terminal;
+    written to it, the output the caller closed goes nowhere, and the exit code is the
+    command's. A closed descriptor is filled with /dev/null too, so that no file the
+    command opens (a lock file, an event file) takes its number and receives what is
+    written to the stream.
+    """
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:  # closed: /dev/null takes its number
+            null = os.open(os.devnull, os.O_RDONLY if mode == "r" else os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            target: int | str = fd
+        else:  # reused since start-up: leave that file alone
+            target = os.devnull
+        # Open for the rest of the process, as the stream it stands for.
+        stream = open(target, mode, encoding="utf-8", closefd=target != fd)  # noqa: SIM115
+        setattr(sys, name, stream)
 
 
 # Root options that take a value: the word after them is not the command.

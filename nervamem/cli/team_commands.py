@@ -87,8 +87,10 @@ def export(
             return
         from ..storage.event_log import write_file_durably
 
+        target = _output_path(output_file)
+        _refuse_the_store_itself(target, memory.path)
         try:
-            write_file_durably(_output_path(output_file), "".join(lines))
+            write_file_durably(target, "".join(lines))
         except OSError as exc:
             raise BadInputError(f"cannot write {output_file}: {exc.strerror or exc}") from None
 
@@ -141,6 +143,26 @@ def _output_path(text: str) -> "Path":
     from ..locate import given_path
 
     return Path(given_path(text, "the file"))
+
+
+def _refuse_the_store_itself(target: "Path", store: "Path") -> None:
+    """BadInputError when ``export -o`` names the store's file or one beside it that
+    SQLite or nervamem keeps (its WAL, its lock files): writing the export there would
+    replace the store with its own export."""
+    import os
+
+    from ..locate import shown_path
+
+    for suffix in ("", "-wal", "-shm", "-journal", "-lock", "-queue"):
+        try:
+            same = os.path.samefile(target, f"{store}{suffix}")
+        except OSError:  # either is missing: not the same file
+            continue
+        if same:
+            raise BadInputError(
+                f"--output {shown_path(target)} is the store's own file: write the "
+                "export to another file"
+            )
 
 
 def _finish(view: str, report: "SyncReport", output: str) -> None:

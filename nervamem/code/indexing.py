@@ -49,7 +49,11 @@ def _home_store_folder() -> Path | None:
 
 def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) -> IndexResult:
     base = default_root(graph_path)
-    if root:
+    if root is not None and not os.fspath(root).strip():
+        # A blank ROOT (`code index "$DIR"` with DIR unset) names no folder: not the
+        # project, which no ROOT at all means.
+        raise BadInputError("the folder to index is blank: give a folder, or none for the project")
+    if root is not None:
         scan_root = expanded_path(root).resolve()
     else:
         scan_root = default_scan_root(base, working_folder(), _home_store_folder())

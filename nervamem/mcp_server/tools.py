@@ -517,7 +517,7 @@ class MemoryServer:
             derived_from=args.get("derived_from", ()),
             rationale=args.get("rationale"),
             rejected=args.get("rejected", ()),
-            session=args.get("session"),
+            session=args.get("session") or None,  # a client's "" for "not given"
         )
         answer = _rendered("id", node_id)
         warnings = list(anchoring.warnings) if anchoring else []
@@ -554,7 +554,7 @@ class MemoryServer:
         return _rendered("id", memory.start_session(args.get("title")))
 
     def _end_session(self, memory: MemoryStore, args: dict[str, Any]) -> Answer:
-        session = memory.end_session(args.get("session"), summary=args.get("summary"))
+        session = memory.end_session(args.get("session") or None, summary=args.get("summary"))
         return _rendered("id", session)
 
     def _switch_namespace(self, memory: MemoryStore, args: dict[str, Any]) -> Answer:

@@ -126,6 +126,7 @@ class Storage(StorageBase):
     def _open(self) -> sqlite3.Connection:
         path = self.path
         _check_store_file(path)
+        _check_path_length(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -142,7 +143,7 @@ class Storage(StorageBase):
             elif "locked" in str(exc):  # the busy timeout ran out while opening
                 raise self.error_from(exc) from None
             else:
-                raise StoreError(f"cannot open {path}: {exc}") from None
+                raise StoreError(f"cannot open {shown_path(path)}: {exc}") from None
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             # A corrupt header can make even PRAGMA journal_mode answer bytes that are
             # not text, which Python reports as UnicodeDecodeError.
@@ -589,6 +590,23 @@ def _check_store_file(path: Path) -> None:
     if not stat.S_ISREG(mode):
         what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
         raise StoreError(f"{shown_path(path)} is {what}, not a nervamem store")
+
+
+# The longest full path, in bytes, of a file SQLite opens: its unix VFS's MAX_PATHNAME
+# (512), less the 8 the pager keeps for the "-journal" it may add (pager.c). SQLite
+# refuses a longer one ("unable to open database file") only after nervamem has made
+# the folders it names.
+SQLITE_MAX_PATH_BYTES = 512 - 8
+
+
+def _check_path_length(path: Path) -> None:
+    """BadInputError for a store path no SQLite file can have, before anything is made."""
+    length = len(os.fsencode(os.path.abspath(path)))
+    if length > SQLITE_MAX_PATH_BYTES:
+        raise BadInputError(
+            f"cannot use {shown_path(path)}: the path is too long for SQLite (at most "
+            f"{SQLITE_MAX_PATH_BYTES} bytes as a full path, {length} here)"
+        )
 
 
 def _path_error(exc: OSError, doing: str) -> NervamemError:

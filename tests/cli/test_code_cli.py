@@ -117,6 +117,16 @@ def test_code_index_of_a_missing_folder_is_not_found(cli: Run) -> None:
     assert result.stderr.startswith("nervamem: error: nowhere does not exist")
 
 
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_code_index_of_a_blank_folder_is_bad_input(cli: Run, repo: Path, blank: str) -> None:
+    """``code index "$DIR"`` with DIR unset indexed the whole project (exit 0), and
+    blanks said " does not exist" (exit 3): a blank path is bad input (exit-codes.md)."""
+    result = cli("code", "index", blank)
+    assert result.exit_code == 2, result.stderr
+    assert "blank" in result.stderr and result.stdout == ""
+    assert not (repo / ".nervapack" / "graph.graphml").exists()
+
+
 # ----------------------------------------------------------------------------- store
 def test_store_prints_only_the_id_and_warns_of_ambiguity_on_stderr(cli: Run) -> None:
     _ok(cli("code", "index"))

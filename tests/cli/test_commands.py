@@ -247,6 +247,14 @@ def test_init_in_project_and_global(
     assert (Path.home() / ".nervapack" / "memory.db").is_file()
 
 
+def test_init_global_with_db_is_bad_input(cli: Run, tmp_path: Path) -> None:
+    """'--db X init --global' made the home store and left X unmade, saying nothing."""
+    named = tmp_path / "named.db"
+    result = cli("--db", str(named), "init", "--global")
+    assert result.exit_code == 2 and "--global" in result.stderr, result.stderr
+    assert not named.exists() and not (Path.home() / ".nervapack").exists()
+
+
 def test_global_options_before_the_command(cli: Run, tmp_path: Path) -> None:
     other = tmp_path / "other.db"
     node_id = cli("--db", str(other), "--ns", "team", "store", "fact", "in team").stdout.strip()
@@ -306,6 +314,22 @@ def test_errors_are_one_line_with_documented_exit_code(
         error = json.loads(as_json.stderr)["error"]
         assert (error["code"], error["exit_code"]) == (name, code)
     assert store_fingerprint(db_path) == before
+
+
+@pytest.mark.parametrize(
+    "args", [["store", "fact", "x", "--session", ""], ["session", "end", "--session", ""]]
+)
+def test_a_blank_session_id_is_bad_input_not_the_active_session(
+    cli: Run, db_path: Path, args: list[str]
+) -> None:
+    """``--session "$SID"`` with SID unset stored into, or ended, the active session."""
+    active = cli("session", "start", "the task").stdout.strip()
+    before = store_fingerprint(db_path)
+    result = cli(*args)
+    assert result.exit_code == 2, result.stderr
+    assert "not a node ID" in result.stderr and result.stderr.count("\n") == 1
+    assert store_fingerprint(db_path) == before
+    assert json.loads(cli("--format", "json", "ns", "current").stdout)["session"] == active
 
 
 def test_ambiguous_prefix_lists_candidates(cli: Run) -> None:

@@ -236,6 +236,65 @@ def test_forget_purge_in_a_real_process_exits_2_at_once(tmp_path: Path) -> None:
     assert message.startswith("nervamem: error:") and "--yes" in message
 
 
+def _run_with_closed(streams: str, *args: str, env: dict[str, str]) -> tuple[int, str, str]:
+    """Run nervamem with some standard streams closed (``<&-``, ``>&-``, ``2>&-``), as a
+    launcher or a script may; the others are captured."""
+    closing = " ".join({"0": "<&-", "1": ">&-", "2": "2>&-"}[fd] for fd in streams)
+    done = subprocess.run(
+        ["sh", "-c", f'exec "$@" {closing}', "sh", sys.executable, "-m", "nervamem", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_closed_standard_streams_keep_the_exit_code_and_the_contract(tmp_path: Path) -> None:
+    env = _env(NERVAPACK_MEMORY_DB=str(tmp_path / "memory.db"))
+    run = [sys.executable, "-m", "nervamem"]
+    stored = subprocess.run(
+        [*run, "store", "fact", "keep me"], env=env, capture_output=True, text=True, timeout=60
+    )
+    node_id = stored.stdout.strip()
+    # stdin closed: no one can be asked, as with any stdin that is not a terminal.
+    code, out, err = _run_with_closed("0", "forget", node_id, "--purge", env=env)
+    assert (code, out) == (2, "") and "--yes" in err and "internal" not in err
+    code, out, err = _run_with_closed("0", "import", "-", env=env)
+    assert code == 0 and "internal" not in err, err
+    # stderr closed: the message is lost, the exit code is still the documented one.
+    assert _run_with_closed("2", "store", "bogus", "text", env=env)[0] == 2
+    # stdout closed: the command runs and succeeds; its output goes nowhere.
+    code, _, err = _run_with_closed("1", "--format", "json", "store", "fact", "also kept", env=env)
+    assert (code, err) == (0, "")
+    assert _run_with_closed("1", "stats", env=env)[0] == 0
+    listed = subprocess.run(
+        [*run, "--format", "json", "list"], env=env, capture_output=True, text=True, timeout=60
+    )
+    contents = [item["content"] for item in json.loads(listed.stdout)["items"]]
+    assert contents == ["also kept", "keep me"]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+@pytest.mark.parametrize("args", [("export",), ("--format", "json", "list"), ("list",)])
+def test_output_to_a_full_disk_is_not_an_internal_error(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """``nervamem export > backup.jsonl`` on a full disk said "internal error" (a bug to
+    report): it is the system's failure, exit 1 with its reason."""
+    env = _env(NERVAPACK_MEMORY_DB=str(tmp_path / "memory.db"))
+    run = [sys.executable, "-m", "nervamem"]
+    subprocess.run([*run, "store", "fact", "kept"], env=env, check=True, timeout=60)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [*run, *args], env=env, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60
+        )
+    assert done.returncode == 1
+    assert "internal" not in done.stderr and "No space left on device" in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+
+
 # The post-commit hook records commits and never holds up or fails one.
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

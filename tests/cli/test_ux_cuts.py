@@ -69,6 +69,20 @@ def test_global_options_are_accepted_after_the_command(cli: Run, tmp_path: Path)
     assert [item["id"] for item in json.loads(listed.stdout)["items"]] == [node]
 
 
+@pytest.mark.parametrize(
+    "args",
+    [("store", "fact", "x", "--db"), ("recall", "auth", "--db"), ("list", "--tokenizer")],
+)
+def test_a_global_option_after_the_command_without_its_value(
+    cli: Run, args: tuple[str, ...]
+) -> None:
+    """Moved before the command, it took the command's name for its value: "No such
+    command 'fact'" for 'store fact x --db'."""
+    result = cli(*args)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"Option '{args[-1]}' requires an argument." in result.stderr, result.stderr
+
+
 def test_after_double_dash_a_global_option_is_content(cli: Run, tmp_path: Path) -> None:
     db = str(tmp_path / "after.db")
     result = cli("store", "fact", "--db", db, "--", "--db is an option")

@@ -124,6 +124,29 @@ def test_a_path_too_long_for_the_system_is_bad_input(cli: Run, tmp_path: Path) -
     assert harness.tree_digest(tmp_path) == before
 
 
+def test_a_path_too_long_for_sqlite_is_bad_input_and_creates_nothing(
+    cli: Run, tmp_path: Path
+) -> None:
+    """Every name short enough for the system, the whole too long for SQLite (504 bytes
+    as a full path): refused before a folder is made, as the docs say, not an exit 1
+    ("unable to open database file") once its folders are made."""
+    assert cli("stats").exit_code == 0
+    before = harness.tree_digest(tmp_path)
+    deep = tmp_path.joinpath(*["folder"] * 80, "memory.db")
+    for args in (["store", "fact", "x"], ["init"], ["session", "start"]):
+        line = assert_clean_error(cli("--db", str(deep), *args), 2, what=args)
+        assert "too long for SQLite" in line and len(line) < 250, line
+        assert_json_error(cli("--format", "json", "--db", str(deep), *args), 2, what=args)
+    assert harness.tree_digest(tmp_path) == before
+    # The longest path SQLite takes is a store.
+    folder = tmp_path
+    while len(os.fsencode(folder)) + 1 + 255 < 504:  # no name longer than the system's
+        folder /= "f" * 100
+    longest = folder / ("m" * (504 - len(os.fsencode(folder)) - 1 - 3) + ".db")
+    assert len(os.fsencode(longest)) == 504
+    assert cli("--db", str(longest), "store", "fact", "x").exit_code == 0
+
+
 @pytest.mark.parametrize("where", ["--db", "env"])
 def test_a_user_that_does_not_exist_is_bad_input(plain: Run, tmp_path: Path, where: str) -> None:
     path = f"~{NO_SUCH_USER}/memory.db"

@@ -620,6 +620,81 @@ def test_export_and_import_through_the_cli(cli: Run, tmp_path: Path) -> None:
     assert bad.stderr.startswith("nervamem: skipped stdin:")
 
 
+def test_export_never_writes_over_the_store(cli: Run, db_path: Path, tmp_path: Path) -> None:
+    """``export -o`` naming the store's own file (or its WAL, its lock files, a link to
+    it) replaced the store with its export and exited 0: every memory lost."""
+    cli("store", "fact", "kept through a mistyped export")
+    before = cli("export").stdout
+    (tmp_path / "link.db").symlink_to(db_path)
+    for target in (db_path, Path(f"{db_path}-lock"), tmp_path / "link.db"):
+        bad = cli("export", "-o", str(target))
+        assert bad.exit_code == 2 and "store's own file" in bad.stderr, bad.stderr
+    assert (tmp_path / "link.db").is_symlink()
+    assert cli("export").stdout == before
+
+
+def _decision_event(number: int, content: str, **data: Any) -> str:
+    return json.dumps(
+        {
+            "changes": [
+                {
+                    "confidence": 1.0,
+                    "content": content,
+                    "data": data,
+                    "id": f"d_001a23c8335c87b1affff7b2a{number:04x}",
+                    "kind": "decision",
+                    "namespace": "default",
+                    "recorded_at": "2026-06-03T15:26:12.195Z",
+                    "type": "node",
+                    "valid_from": "2026-06-03T15:26:12.195Z",
+                }
+            ],
+            "format": 1,
+            "id": f"ev_001a23c8333a06024c092526{number:05x}",
+            "recorded_at": "2026-06-03T15:26:12.195Z",
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "content", "reason"),
+    [
+        ({}, "chose a lone \ud800 surrogate", "lone surrogate"),
+        ({"rationale": "a lone \udfff one"}, "chose hostile data", "lone surrogate"),
+        ({"rationale": 5}, "chose hostile data", "'rationale' is not text"),
+        ({"rejected": "sessions"}, "chose hostile data", "'rejected' is not a list"),
+        ({"rejected": ["ok", 1, None]}, "chose hostile data", "'rejected' is not a list"),
+    ],
+)
+def test_an_imported_event_that_no_command_could_read_is_skipped(
+    cli: Run, data: dict[str, Any], content: str, reason: str
+) -> None:
+    """JSON may spell a lone surrogate (``"\\ud800"``), and an event may be hand-edited
+    into a rationale that is not text: the first failed the whole import as an internal
+    error, the second was imported and made every recall or show that met the decision
+    an internal error. Both are skipped (exit 4) like any bad event."""
+    bad = _decision_event(1, content, **data)
+    good = _decision_event(2, "chose hostile data", rationale="fine", rejected=["other"])
+    result = cli("--format", "json", "import", "-", input=f"{bad}\n{good}\n")
+    assert result.exit_code == 4, result.stderr
+    report = json.loads(result.stdout)
+    assert report["imported"] == 1 and reason in report["problems"][0]["reason"], report
+    for args in (("recall", "hostile"), ("show", "d_001a23c8335c87b1affff7b2a0002")):
+        for fmt in ("markdown", "json", "table"):
+            shown = cli("--format", fmt, *args)
+            assert shown.exit_code == 0 and "fine" in shown.stdout, (args, fmt, shown.stderr)
+
+
+def test_an_imported_data_change_is_checked_as_a_node_is(cli: Run) -> None:
+    good = _decision_event(3, "chose hostile data", rationale="fine")
+    change = {"type": "data", "id": "d_001a23c8335c87b1affff7b2a0003", "set": {"rationale": 5}}
+    edit = json.loads(good)
+    edit.update(id="ev_001a23c8333a06024c09252600004", changes=[change])
+    result = cli("import", "-", input=f"{good}\n{json.dumps(edit)}\n")
+    assert result.exit_code == 4 and "'rationale' is not text" in result.stderr
+    assert cli("recall", "hostile").exit_code == 0
+
+
 def test_an_imported_edge_of_an_unknown_kind_is_named(cli: Run, tmp_path: Path) -> None:
     """Review F-1: the store's NOT NULL on mem_links.kind answered first, naming an
     internal table; the event is checked, and the message names the kind and the valid
