@@ -43,6 +43,10 @@ def code_index(
     from ..locate import home_store
 
     output = output_format(ctx, fmt)
+    if root is not None:
+        from ..code.indexing import checked_root
+
+        checked_root(root)  # before the store is opened, and created if missing
     with open_store(ctx, create=True) as memory:
         result = memory.index_code(root)
         in_home_store = memory.path.resolve() == home_store().resolve()

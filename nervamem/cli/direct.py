@@ -82,6 +82,7 @@ def store_memory(
 
     output = output_format(settings, fmt)
     text = read_stdin("content") if content == "-" else content
+    check_new_memory(kind, text, confidence, valid_from, valid_until, rationale, rejected, entity)
     with open_store(settings, namespace, create=True) as memory:
         node_id, anchoring = memory.store_anchored(
             kind,
@@ -102,6 +103,28 @@ def store_memory(
         # Warnings name entities (user text) and go to a person's terminal.
         sys.stderr.write(f"nervamem: warning: {visible(warning)}\n")
     emit("id", node_id, output)
+
+
+def check_new_memory(
+    kind: str,
+    text: str,
+    confidence: float,
+    valid_from: str | None,
+    valid_until: str | None,
+    rationale: str | None,
+    rejected: list[str] | None,
+    entity: list[str] | None,
+) -> None:
+    """The checks of a new memory that need no store, made before ``store`` opens one:
+    ``store`` creates a missing store, and a command that fails must leave nothing
+    behind (the store checks them again when it writes)."""
+    from ..timeparse import parse_time
+    from ..writing import checked_memory
+
+    checked_memory(kind, text, confidence, rationale, rejected or (), entity or ())
+    for value, option in ((valid_from, "--valid-from"), (valid_until, "--valid-until")):
+        if value is not None:
+            parse_time(value, option=option)
 
 
 def recall_memories(

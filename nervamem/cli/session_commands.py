@@ -73,7 +73,10 @@ def ns_switch(
     Example:
       nervamem ns switch project_b
     """
+    from ..state import validate_namespace
+
     output = output_format(ctx, fmt)
+    validate_namespace(name)  # before the store is opened, and created if missing
     with open_store(ctx, create=True) as memory:
         is_new = not memory.has_memories(name)
         result = memory.switch_namespace(name)

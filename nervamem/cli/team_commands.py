@@ -114,25 +114,27 @@ def import_(
       ssh laptop nervamem export | nervamem import -
     """
     output = output_format(ctx, fmt)
+    # Read before the store is opened (and created if missing): a file that cannot be
+    # read fails the command, which must then leave nothing behind.
+    if source == "-":
+        data = sys.stdin.buffer.read()
+        name = "stdin"
+    else:
+        try:
+            with open(_output_path(source), "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            raise BadInputError(f"cannot read {source}: {exc.strerror or exc}") from None
+        name = source
+    # A line that is not UTF-8 is reported as not JSON; the others are imported.
+    text = data.decode("utf-8", errors="replace")
+    lines = [
+        (f"{name}:{number}", line)
+        for number, line in enumerate(text.splitlines(), start=1)
+        if line.strip()
+    ]
     with open_store(ctx, create=True) as memory:
         memory.current()  # as every command: an unusable store is said first
-        if source == "-":
-            data = sys.stdin.buffer.read()
-            name = "stdin"
-        else:
-            try:
-                with open(_output_path(source), "rb") as handle:
-                    data = handle.read()
-            except OSError as exc:
-                raise BadInputError(f"cannot read {source}: {exc.strerror or exc}") from None
-            name = source
-        # A line that is not UTF-8 is reported as not JSON; the others are imported.
-        text = data.decode("utf-8", errors="replace")
-        lines = [
-            (f"{name}:{number}", line)
-            for number, line in enumerate(text.splitlines(), start=1)
-            if line.strip()
-        ]
         report = memory.import_events(lines)
     _finish("import", report, output)
 

@@ -47,20 +47,27 @@ def _home_store_folder() -> Path | None:
         return None
 
 
-def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) -> IndexResult:
-    base = default_root(graph_path)
-    if root is not None and not os.fspath(root).strip():
+def checked_root(root: str | os.PathLike[str]) -> Path:
+    """The folder ``code index ROOT`` scans, resolved; BadInputError or NotFoundError
+    when there is none. Needs no store: the CLI checks it before it opens one."""
+    if not os.fspath(root).strip():
         # A blank ROOT (`code index "$DIR"` with DIR unset) names no folder: not the
         # project, which no ROOT at all means.
         raise BadInputError("the folder to index is blank: give a folder, or none for the project")
-    if root is not None:
-        scan_root = expanded_path(root).resolve()
-    else:
-        scan_root = default_scan_root(base, working_folder(), _home_store_folder())
+    scan_root = expanded_path(root).resolve()
     if not scan_root.exists():
         raise NotFoundError(f"{root} does not exist")
     if not scan_root.is_dir():
         raise BadInputError(f"{root} is not a folder")
+    return scan_root
+
+
+def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) -> IndexResult:
+    base = default_root(graph_path)
+    if root is not None:
+        scan_root = checked_root(root)
+    else:
+        scan_root = default_scan_root(base, working_folder(), _home_store_folder())
     # Paths are relative to the folder holding .nervapack/; a ROOT outside it keeps
     # paths relative to ROOT and records ROOT in the graph.
     prefix = relative_to(scan_root, base)

@@ -423,3 +423,30 @@ def test_recall_min_score_out_of_range_is_one_line_and_exit_2(
     kept = json.loads(cli("recall", "auth", "--min-score", "0.9", "-f", "json").stdout)
     best = kept["items"][0]["score"]
     assert all(item["score"] >= 0.9 * best for item in kept["items"])
+
+
+@pytest.mark.sqlite_only  # the SQLite file itself
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["store", "bogus", "x"], 2),
+        (["store", "fact", "  "], 2),
+        (["store", "fact", "x", "--confidence", "2"], 2),
+        (["store", "fact", "x", "--valid-from", "not a date"], 2),
+        (["store", "fact", "x", "--valid-until", "not a date"], 2),
+        (["store", "fact", "x", "--rationale", "why"], 2),
+        (["ns", "switch", "bad name"], 2),
+        (["import", "/nonexistent/events.jsonl"], 2),
+        (["code", "index", "/nonexistent/folder"], 3),
+    ],
+)
+def test_a_failed_command_creates_no_store(
+    cli: Run, db_path: Path, args: list[str], code: int
+) -> None:
+    """``store``, ``ns switch``, ``import`` and ``code index`` create a missing store;
+    with arguments that need no store to be refused, they used to create it first (the
+    file, its lock and queue files) and then fail, leaving an empty store behind."""
+    result = cli(*args)
+    assert result.exit_code == code, result.stderr
+    assert result.stderr.startswith("nervamem: error:") and result.stderr.count("\n") == 1
+    assert not db_path.parent.exists() or not any(db_path.parent.iterdir())
