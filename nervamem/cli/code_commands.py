@@ -43,11 +43,14 @@ def code_index(
     from ..locate import home_store
 
     output = output_format(ctx, fmt)
-    if root is not None:
-        from ..code.indexing import checked_root
 
-        checked_root(root)  # before the store is opened, and created if missing
-    with open_store(ctx, create=True) as memory:
+    def check() -> None:
+        if root is not None:
+            from ..code.indexing import checked_root
+
+            checked_root(root)
+
+    with open_store(ctx, create=True, before_create=check) as memory:
         result = memory.index_code(root)
         in_home_store = memory.path.resolve() == home_store().resolve()
     emit("code_index", result, output)

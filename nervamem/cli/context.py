@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..render import resolve_format
@@ -63,6 +63,7 @@ def open_store(
     namespace: str | None = None,
     *,
     create: bool = False,
+    before_create: Callable[[], object] | None = None,
     never_upgrade: bool = False,
     after_upgrade: str | None = None,
 ) -> MemoryStore:
@@ -75,8 +76,20 @@ def open_store(
     record``, which only the post-commit hook runs) or NERVAMEM_NO_UPGRADE=1 (set by
     the hook scripts): then the command fails at once (exit 1,
     ``schema_upgrade_needed``), its message naming ``after_upgrade``, the command that
-    catches up on what it did not do."""
+    catches up on what it did not do.
+
+    ``before_create``: the command's checks that need no store, run first when the
+    store file does not exist yet, so that a command refused for its arguments leaves
+    no new, empty store behind. An existing store is opened first, as for every
+    command: an unusable store is said before a bad argument."""
     from ..locate import is_store_url
+
+    if create and before_create is not None:
+        from ..locate import resolve_store
+
+        target = resolve_store(root.db)
+        if not isinstance(target, str) and not target.exists():
+            before_create()
 
     if not create and root.db is not None and not is_store_url(root.db):
         from ..errors import StoreMissingError

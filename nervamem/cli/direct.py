@@ -82,8 +82,13 @@ def store_memory(
 
     output = output_format(settings, fmt)
     text = read_stdin("content") if content == "-" else content
-    check_new_memory(kind, text, confidence, valid_from, valid_until, rationale, rejected, entity)
-    with open_store(settings, namespace, create=True) as memory:
+
+    def check() -> None:
+        check_new_memory(
+            kind, text, confidence, valid_from, valid_until, rationale, rejected, entity
+        )
+
+    with open_store(settings, namespace, create=True, before_create=check) as memory:
         node_id, anchoring = memory.store_anchored(
             kind,
             text,
@@ -115,9 +120,9 @@ def check_new_memory(
     rejected: list[str] | None,
     entity: list[str] | None,
 ) -> None:
-    """The checks of a new memory that need no store, made before ``store`` opens one:
-    ``store`` creates a missing store, and a command that fails must leave nothing
-    behind (the store checks them again when it writes)."""
+    """The checks of a new memory that need no store, made before ``store`` creates a
+    missing one (context.open_store's ``before_create``): a command that fails must
+    leave nothing behind. The store makes them again when it writes."""
     from ..timeparse import parse_time
     from ..writing import checked_memory
 

@@ -7,6 +7,7 @@ Typer live in context.py (``context.store_factory``, the one place a store is ma
 
 # No "from __future__ import annotations" here: Typer reads the option types below on
 # every call, and string annotations would make it eval() each one again.
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -82,6 +83,7 @@ def open_store(
     namespace: str | None = None,
     *,
     create: bool = False,
+    before_create: Callable[[], object] | None = None,
     never_upgrade: bool = False,
     after_upgrade: str | None = None,
 ) -> "MemoryStore":
@@ -90,6 +92,7 @@ def open_store(
         root_settings(ctx),
         namespace,
         create=create,
+        before_create=before_create,
         never_upgrade=never_upgrade,
         after_upgrade=after_upgrade,
     )

@@ -76,8 +76,7 @@ def ns_switch(
     from ..state import validate_namespace
 
     output = output_format(ctx, fmt)
-    validate_namespace(name)  # before the store is opened, and created if missing
-    with open_store(ctx, create=True) as memory:
+    with open_store(ctx, create=True, before_create=lambda: validate_namespace(name)) as memory:
         is_new = not memory.has_memories(name)
         result = memory.switch_namespace(name)
     emit("ns_switch", result, output)

@@ -114,8 +114,24 @@ def import_(
       ssh laptop nervamem export | nervamem import -
     """
     output = output_format(ctx, fmt)
-    # Read before the store is opened (and created if missing): a file that cannot be
-    # read fails the command, which must then leave nothing behind.
+    read: list[list[tuple[str, str]]] = []
+
+    def lines() -> list[tuple[str, str]]:
+        # Once: before a missing store is created (a file that cannot be read then
+        # leaves no store behind), else after an existing one is opened.
+        if not read:
+            read.append(_event_lines(source))
+        return read[0]
+
+    with open_store(ctx, create=True, before_create=lines) as memory:
+        memory.current()  # as every command: an unusable store is said first
+        report = memory.import_events(lines())
+    _finish("import", report, output)
+
+
+def _event_lines(source: str) -> list[tuple[str, str]]:
+    """The non-blank lines of ``source`` (a file, or '-' for stdin), each with where it
+    came from (``name:number``)."""
     if source == "-":
         data = sys.stdin.buffer.read()
         name = "stdin"
@@ -128,15 +144,11 @@ def import_(
         name = source
     # A line that is not UTF-8 is reported as not JSON; the others are imported.
     text = data.decode("utf-8", errors="replace")
-    lines = [
+    return [
         (f"{name}:{number}", line)
         for number, line in enumerate(text.splitlines(), start=1)
         if line.strip()
     ]
-    with open_store(ctx, create=True) as memory:
-        memory.current()  # as every command: an unusable store is said first
-        report = memory.import_events(lines)
-    _finish("import", report, output)
 
 
 def _output_path(text: str) -> "Path":
