@@ -73,6 +73,10 @@ def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) ->
     prefix = relative_to(scan_root, base)
     rel_base = base if prefix is not None else scan_root
     recorded_root = None if prefix is not None else str(scan_root)
+    if not _is_text(prefix or "") or not _is_text(recorded_root or ""):
+        # Every path the graph would record holds bytes that are not UTF-8, which
+        # neither GraphML nor the sidecar can hold.
+        raise BadInputError(f"{_shown(scan_root)}: the folder's path is not valid UTF-8")
 
     previous_attrs, previous = _previous_index(graph_path, recorded_root)
     indexed_before = as_int(previous_attrs.get("indexed_at_ns")) or 0
@@ -86,6 +90,9 @@ def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) ->
     for rel_in_root in files:
         rel = f"{prefix}/{rel_in_root}" if prefix else rel_in_root
         path = rel_base / rel
+        if not _is_text(rel):
+            errors.append(f"{_shown(rel)}: the file name is not valid UTF-8; not indexed")
+            continue
         try:
             stat = path.stat()
         except OSError:
@@ -168,6 +175,21 @@ def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) ->
         languages=dict(sorted(languages.items())),
         skipped=tuple(skipped),
     )
+
+
+def _is_text(path: str) -> bool:
+    """Whether a path is Unicode text: a name whose bytes are not UTF-8 arrives holding
+    lone surrogates, which no GraphML or SQLite text can hold."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(path: str | os.PathLike[str]) -> str:
+    """A path for a message, its undecodable bytes written as ``\\xff``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _previous_index(

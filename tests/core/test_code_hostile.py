@@ -1,0 +1,56 @@
+"""The code bridge on hostile repositories (the code8 audit): file names that are not
+UTF-8, and the other things real repositories hold, on real files and a real git
+repository in tmp_path."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from nervamem import MemoryStore
+from nervamem.code.graph_file import read_graphml
+from nervamem.code.indexing import build_index
+from nervamem.errors import BadInputError
+from tests.core.test_codegraph import make_repo
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def memory(repo: Path, make_store: Callable[..., MemoryStore]) -> MemoryStore:
+    return make_store(repo / ".nervapack" / "memory.db")
+
+
+def test_a_file_name_that_is_not_utf8_is_reported_and_the_rest_indexed(
+    memory: MemoryStore, repo: Path
+) -> None:
+    bad = os.fsencode(repo / "pkg") + b"/bad\xffname.py"
+    with open(bad, "wb") as handle:
+        handle.write(b"def bad():\n    pass\n")
+    result = memory.index_code()
+    assert result.errors == ("pkg/bad\\xffname.py: the file name is not valid UTF-8; not indexed",)
+    _, symbols = read_graphml(repo / ".nervapack" / "graph.graphml")  # still valid XML
+    assert "pkg/auth.py::load" in {s.node_id for s in symbols}
+    assert memory.store("fact", "load reads the file", entities=["auth.load"])
+
+
+def test_a_folder_whose_path_is_not_utf8_is_refused_and_the_graph_kept(tmp_path: Path) -> None:
+    graph = tmp_path / "store" / ".nervapack" / "graph.graphml"
+    good = tmp_path / "good"
+    good.mkdir()
+    (good / "a.py").write_text("def a():\n    pass\n")
+    build_index(graph, good)
+    before = graph.read_bytes()
+    folder = os.fsencode(tmp_path) + b"/\xffdir"
+    os.mkdir(folder)
+    with open(folder + b"/q.py", "wb") as handle:
+        handle.write(b"def q():\n    pass\n")
+    with pytest.raises(BadInputError, match="not valid UTF-8"):
+        build_index(graph, os.fsdecode(folder))
+    assert graph.read_bytes() == before
