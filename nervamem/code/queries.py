@@ -100,12 +100,15 @@ def _split_target(target: str) -> tuple[str, int | None]:
     if not text:
         raise BadInputError("give a file path, optionally with :LINE")
     head, sep, tail = text.rpartition(":")
-    if sep and tail.strip().isdigit() and head:
+    # isdecimal, not isdigit: int() takes every decimal digit but no superscript ('¹').
+    if sep and tail.strip().isdecimal() and head:
+        if len(tail.strip()) > 18:  # no file has that many lines; int() refuses 4,300 digits
+            raise BadInputError(f"line {tail.strip()[:20]}... is beyond any file's end")
         line = int(tail)
         if line < 1:
             raise BadInputError(f"line numbers start at 1, not {line}")
         return head, line
-    if sep and head and tail and tail.lstrip("-").isdigit():
+    if sep and head and tail and tail.lstrip("-").isdecimal():
         raise BadInputError(f"line numbers start at 1, not {tail}")
     return text, None
 

@@ -365,3 +365,13 @@ def test_code_for_a_line_labels_the_symbol_with_todays_lines(
     document = json.loads(_ok(cli("code-for", "pkg/auth.py:10", "--format", "json")))
     login = next(item for item in document["items"] if item["id"] == anchored["login"])
     assert (login["anchors"][0]["start_line"], login["anchors"][0]["end_line"]) == (10, 11)
+
+
+@pytest.mark.parametrize("line", ["\N{SUPERSCRIPT ONE}", "9" * 5000])
+def test_code_for_a_line_int_refuses_is_no_internal_error(cli: Run, line: str) -> None:
+    """'¹' is a digit to str.isdigit but not to int(), and int() refuses 4,300 digits:
+    neither may end in an internal error."""
+    _ok(cli("code", "index"))
+    result = cli("code-for", f"pkg/auth.py:{line}", "--format", "json")
+    assert result.exit_code in (0, 2), result.stderr
+    assert "internal" not in result.stderr
