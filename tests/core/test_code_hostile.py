@@ -54,3 +54,33 @@ def test_a_folder_whose_path_is_not_utf8_is_refused_and_the_graph_kept(tmp_path:
     with pytest.raises(BadInputError, match="not valid UTF-8"):
         build_index(graph, os.fsdecode(folder))
     assert graph.read_bytes() == before
+
+
+@pytest.mark.parametrize("suffix", [".js", ".ts", ".go"])
+def test_a_lone_carriage_return_does_not_shift_a_tree_sitter_symbols_hash(suffix: str) -> None:
+    """tree-sitter breaks rows at \\n only: a lone \\r in a comment above a function
+    must not move the function's hash onto the lines above it, or an edit to its last
+    line would go unnoticed."""
+    pytest.importorskip("tree_sitter")
+    from nervamem.code.parsing import GrammarMissing, source_symbols
+
+    head = b"package p\n" if suffix == ".go" else b""
+    body = {
+        ".go": b"func f() int {\n\tx := 1\n\treturn x\n}\n",
+        ".js": b"function f() {\n  let x = 1;\n  return x;\n}\n",
+        ".ts": b"function f(): number {\n  let x = 1;\n  return x;\n}\n",
+    }[suffix]
+    source = head + b"// a\rcomment\n" + body
+    edited = source.replace(b"}\n", b"} // end\n")
+    try:
+        before = {s.qualname: s for s in source_symbols(f"a{suffix}", source)}
+    except GrammarMissing:
+        pytest.skip("grammar not installed")
+    after = {s.qualname: s for s in source_symbols(f"a{suffix}", edited)}
+    f = before["f"]
+    assert (f.start_line, f.end_line) == (2 + bool(head), 5 + bool(head))
+    assert after["f"].source_hash != f.source_hash
+    crlf = source.replace(b"\n", b"\r\n")
+    assert {s.qualname: s for s in source_symbols(f"a{suffix}", crlf)}["f"].source_hash == (
+        f.source_hash
+    )
