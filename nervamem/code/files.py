@@ -3,7 +3,9 @@ paths from the folder that holds ``.nervapack/`` (or from a recorded root)."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
@@ -161,6 +163,20 @@ def normalise_path(text: str) -> str:
 def source_path(root: Path, file_path: str) -> Path:
     path = Path(file_path)
     return path if path.is_absolute() else root / file_path
+
+
+def read_source(path: Path) -> bytes:
+    """The bytes of a regular file. Anything else at that path (a named pipe, a device
+    such as ``/dev/zero`` or ``/dev/stdin``) raises OSError instead of blocking or
+    reading forever: the open does not wait for a pipe's writer."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
 
 
 def expanded_path(text: str | os.PathLike[str]) -> Path:

@@ -19,6 +19,7 @@ from .files import (
     default_scan_root,
     expanded_path,
     list_source_files,
+    read_source,
     relative_to,
 )
 from .graph_file import GENERATOR, INDEX_VERSION, RACY_WINDOW_NS, as_int, read_graphml, write_graph
@@ -110,7 +111,7 @@ def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) ->
             reused += 1
         else:
             try:
-                data = path.read_bytes()
+                data = read_source(path)
             except OSError as exc:
                 errors.append(f"{rel}: cannot read ({exc.strerror or exc})")
                 continue

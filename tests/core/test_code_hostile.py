@@ -5,6 +5,7 @@ repository in tmp_path."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from nervamem import MemoryStore
 from nervamem.code.graph_file import read_graphml
 from nervamem.code.indexing import build_index
+from nervamem.code.live import LiveSource
 from nervamem.errors import BadInputError
 from tests.core.test_codegraph import make_repo
 
@@ -84,3 +86,29 @@ def test_a_lone_carriage_return_does_not_shift_a_tree_sitter_symbols_hash(suffix
     assert {s.qualname: s for s in source_symbols(f"a{suffix}", crlf)}["f"].source_hash == (
         f.source_hash
     )
+
+
+def test_a_named_pipe_where_anchored_code_was_is_missing_not_a_hang(
+    memory: MemoryStore, repo: Path
+) -> None:
+    memory.index_code()
+    memory.store("fact", "load reads the file", entities=["auth.load"])
+    target = repo / "pkg" / "auth.py"
+    target.unlink()
+    os.mkfifo(target)
+    seen: dict[str, object] = {}
+    reader = threading.Thread(
+        target=lambda: seen.update(live=LiveSource(repo).symbols("pkg/auth.py")), daemon=True
+    )
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():
+        with open(target, "wb"):  # let the blocked reader go
+            pass
+        reader.join(10)
+        pytest.fail("reading the anchored file blocked on a named pipe")
+    assert seen["live"] == ("file missing", [])
+    report = memory.verify_staleness()
+    assert [(item.file_path, item.reason) for item in report.stale] == [
+        ("pkg/auth.py", "file missing")
+    ]
