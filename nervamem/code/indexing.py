@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import BadInputError, NotFoundError, StoreError
-from ..locate import graph_path_beside, home_store, working_folder
+from ..locate import graph_path_beside, home_store, shown_path, working_folder
 from .files import (
     default_root,
     default_scan_root,
@@ -55,7 +55,10 @@ def checked_root(root: str | os.PathLike[str]) -> Path:
         # A blank ROOT (`code index "$DIR"` with DIR unset) names no folder: not the
         # project, which no ROOT at all means.
         raise BadInputError("the folder to index is blank: give a folder, or none for the project")
-    scan_root = expanded_path(root).resolve()
+    try:
+        scan_root = expanded_path(root).resolve()
+    except (RuntimeError, OSError) as exc:  # a symbolic link loop (ELOOP on Python 3.13)
+        raise BadInputError(f"{shown_path(root)} cannot be resolved: {exc}") from None
     if not scan_root.exists():
         raise NotFoundError(f"{root} does not exist")
     if not scan_root.is_dir():

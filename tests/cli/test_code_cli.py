@@ -127,6 +127,16 @@ def test_code_index_of_a_blank_folder_is_bad_input(cli: Run, repo: Path, blank: 
     assert not (repo / ".nervapack" / "graph.graphml").exists()
 
 
+def test_code_index_of_a_symbolic_link_loop_is_bad_input(cli: Run, repo: Path) -> None:
+    (repo / "loop_a").symlink_to(repo / "loop_b")
+    (repo / "loop_b").symlink_to(repo / "loop_a")
+    result = cli("code", "index", str(repo / "loop_a"))
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "internal" not in result.stderr
+    assert not (repo / ".nervapack" / "graph.graphml").exists()
+    assert not (repo / ".nervapack" / "memory.db").exists()
+
+
 # ----------------------------------------------------------------------------- store
 def test_store_prints_only_the_id_and_warns_of_ambiguity_on_stderr(cli: Run) -> None:
     _ok(cli("code", "index"))
