@@ -153,8 +153,10 @@ def relative_to(path: Path, base: Path) -> str | None:
     return "" if rel == "." else rel
 
 
-def normalise_path(text: str) -> str:
-    posix = text.strip().replace("\\", "/")
+def normalise_path(text: str, *, strip: bool = True) -> str:
+    """``text`` with ``/`` separators and no leading ``./``; typed text is also stripped
+    (``strip``), a recorded path is not: `` lead.py`` is a file name of its own."""
+    posix = (text.strip() if strip else text).replace("\\", "/")
     while posix.startswith("./"):
         posix = posix[2:]
     return posix

@@ -112,3 +112,16 @@ def test_a_named_pipe_where_anchored_code_was_is_missing_not_a_hang(
     assert [(item.file_path, item.reason) for item in report.stale] == [
         ("pkg/auth.py", "file missing")
     ]
+
+
+def test_a_file_name_with_a_leading_space_is_not_stale_right_after_anchoring(
+    memory: MemoryStore, repo: Path
+) -> None:
+    """The anchor's recorded path was stripped when read back (' lead.py' became
+    'lead.py'), so verification said 'file missing' at once."""
+    (repo / " lead.py").write_text("def leading():\n    pass\n")
+    memory.index_code()
+    stored = memory.store("fact", "leading does nothing", entities=["leading"])
+    assert memory.verify_staleness().stale == ()
+    assert [a.file_path for a in memory.code_to(stored).anchors] == [" lead.py"]
+    assert [item.id for item in memory.code_for(str(repo / " lead.py")).items] == [stored]
