@@ -6,6 +6,7 @@ grammar is not installed is reported as skipped, never dropped in silence."""
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import time
 from dataclasses import replace
@@ -77,10 +78,9 @@ def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) ->
     prefix = relative_to(scan_root, base)
     rel_base = base if prefix is not None else scan_root
     recorded_root = None if prefix is not None else str(scan_root)
-    if not _is_text(prefix or "") or not _is_text(recorded_root or ""):
-        # Every path the graph would record holds bytes that are not UTF-8, which
-        # neither GraphML nor the sidecar can hold.
-        raise BadInputError(f"{_shown(scan_root)}: the folder's path is not valid UTF-8")
+    why = _unwritable(prefix or "") or _unwritable(recorded_root or "")
+    if why:  # every path the graph would record holds it
+        raise BadInputError(f"{_shown(scan_root)}: the folder's path {why}")
 
     previous_attrs, previous = _previous_index(graph_path, recorded_root)
     indexed_before = as_int(previous_attrs.get("indexed_at_ns")) or 0
@@ -94,8 +94,9 @@ def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) ->
     for rel_in_root in files:
         rel = f"{prefix}/{rel_in_root}" if prefix else rel_in_root
         path = rel_base / rel
-        if not _is_text(rel):
-            errors.append(f"{_shown(rel)}: the file name is not valid UTF-8; not indexed")
+        why = _unwritable(rel)
+        if why:
+            errors.append(f"{_shown(rel)}: the file name {why}; not indexed")
             continue
         try:
             stat = path.stat()
@@ -181,14 +182,19 @@ def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) ->
     )
 
 
-def _is_text(path: str) -> bool:
-    """Whether a path is Unicode text: a name whose bytes are not UTF-8 arrives holding
-    lone surrogates, which no GraphML or SQLite text can hold."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+# What XML 1.0 cannot hold (control characters, lone surrogates: a name whose bytes are
+# not UTF-8 arrives holding them), and \r, which every XML reader turns into \n.
+_NOT_GRAPHML = re.compile("[\x00-\x08\x0b-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _unwritable(path: str) -> str | None:
+    """Why the graph cannot record ``path`` (GraphML could not be read back), or None."""
+    match = _NOT_GRAPHML.search(path)
+    if match is None:
+        return None
+    if "\ud800" <= match.group() <= "\udfff":
+        return "is not valid UTF-8"
+    return "holds a control character"
 
 
 def _shown(path: str | os.PathLike[str]) -> str:

@@ -125,3 +125,20 @@ def test_a_file_name_with_a_leading_space_is_not_stale_right_after_anchoring(
     assert memory.verify_staleness().stale == ()
     assert [a.file_path for a in memory.code_to(stored).anchors] == [" lead.py"]
     assert [item.id for item in memory.code_for(str(repo / " lead.py")).items] == [stored]
+
+
+@pytest.mark.parametrize("name", ["ctl\x01name.py", "cr\rname.py"])
+def test_a_file_name_xml_cannot_hold_is_reported_and_the_graph_stays_readable(
+    memory: MemoryStore, repo: Path, name: str
+) -> None:
+    """A control character made graph.graphml XML no reader accepts (and a \\r came back
+    as \\n): once the sidecar was gone, store anchored nothing."""
+    (repo / "pkg" / name).write_text("def odd():\n    pass\n")
+    result = memory.index_code()
+    assert result.errors == (f"pkg/{name}: the file name holds a control character; not indexed",)
+    graph = repo / ".nervapack" / "graph.graphml"
+    (repo / ".nervapack" / "graph-index.sqlite").unlink()
+    _, symbols = read_graphml(graph)
+    assert "pkg/auth.py::load" in {s.node_id for s in symbols}
+    stored = memory.store("fact", "load reads the file", entities=["auth.load"])
+    assert [a.graph_node_id for a in memory.code_to(stored).anchors] == ["pkg/auth.py::load"]
