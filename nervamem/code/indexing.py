@@ -67,12 +67,25 @@ def checked_root(root: str | os.PathLike[str]) -> Path:
     return scan_root
 
 
+def _default_scan_root(base: Path) -> Path:
+    """The project (files.default_scan_root). With the working folder deleted under us it
+    is the store's project, which needs no working folder, unless that is the home
+    store's folder: then only a ROOT says what to index."""
+    home = _home_store_folder()
+    try:
+        cwd = working_folder()
+    except StoreError as exc:
+        if home is not None and base == home.resolve():
+            raise StoreError(
+                f"{str(exc).split(';')[0]}; give the folder to index: nervamem code index ROOT"
+            ) from None
+        return base
+    return default_scan_root(base, cwd, home)
+
+
 def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) -> IndexResult:
     base = default_root(graph_path)
-    if root is not None:
-        scan_root = checked_root(root)
-    else:
-        scan_root = default_scan_root(base, working_folder(), _home_store_folder())
+    scan_root = checked_root(root) if root is not None else _default_scan_root(base)
     # Paths are relative to the folder holding .nervapack/; a ROOT outside it keeps
     # paths relative to ROOT and records ROOT in the graph.
     prefix = relative_to(scan_root, base)

@@ -385,3 +385,22 @@ def test_code_for_a_line_int_refuses_is_no_internal_error(cli: Run, line: str) -
     result = cli("code-for", f"pkg/auth.py:{line}", "--format", "json")
     assert result.exit_code in (0, 2), result.stderr
     assert "internal" not in result.stderr
+
+
+def test_code_commands_in_a_deleted_working_folder_given_the_store(
+    cli: Run, anchored: dict[str, str], repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the store named (as NERVAPACK_MEMORY_DB here), code-for needs no working
+    folder (a relative path is read from the root) and code index falls back on the
+    store's project; both were internal errors or a wrong 'give --db'."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    for target in ("pkg/storage.py", str(repo / "pkg" / "storage.py")):
+        result = cli("code-for", target, "--format", "json")
+        assert result.exit_code == 0, result.stderr
+        assert [item["id"] for item in json.loads(result.stdout)["items"]] == [anchored["save"]]
+    indexed = cli("code", "index", "--format", "json")
+    assert indexed.exit_code == 0, indexed.stderr
+    assert json.loads(indexed.stdout)["root"] == str(repo.resolve())
