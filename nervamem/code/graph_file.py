@@ -8,6 +8,7 @@ optional attributes are derived or left empty, line numbers may be strings.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,11 @@ INDEX_VERSION = 1
 # mtime tick; its hash is compared instead of trusting its stat (git's "racy clean").
 RACY_WINDOW_NS = 2_000_000_000
 _EDGE_KIND_ATTRS = ("kind", "type", "label", "relation")
+
+# What XML 1.0 cannot hold (control characters, lone surrogates: a file name whose bytes
+# are not UTF-8 arrives holding them), and \r, which every XML reader turns into \n. A
+# graph that holds one is XML no reader accepts.
+NOT_IN_GRAPHML = re.compile("[\x00-\x08\x0b-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def write_graph(graph_path: Path, attrs: dict[str, str], symbols: list[CodeSymbol]) -> None:

@@ -6,7 +6,6 @@ grammar is not installed is reported as skipped, never dropped in silence."""
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import time
 from dataclasses import replace
@@ -23,7 +22,15 @@ from .files import (
     read_source,
     relative_to,
 )
-from .graph_file import GENERATOR, INDEX_VERSION, RACY_WINDOW_NS, as_int, read_graphml, write_graph
+from .graph_file import (
+    GENERATOR,
+    INDEX_VERSION,
+    NOT_IN_GRAPHML,
+    RACY_WINDOW_NS,
+    as_int,
+    read_graphml,
+    write_graph,
+)
 from .parsing import GrammarMissing, language_name, source_symbols
 from .sidecar import CodeIndex, open_sidecar, sidecar_is_fresh, write_sidecar
 from .symbols import HASH_SCHEME, file_hash
@@ -195,14 +202,9 @@ def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) ->
     )
 
 
-# What XML 1.0 cannot hold (control characters, lone surrogates: a name whose bytes are
-# not UTF-8 arrives holding them), and \r, which every XML reader turns into \n.
-_NOT_GRAPHML = re.compile("[\x00-\x08\x0b-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
 def _unwritable(path: str) -> str | None:
     """Why the graph cannot record ``path`` (GraphML could not be read back), or None."""
-    match = _NOT_GRAPHML.search(path)
+    match = NOT_IN_GRAPHML.search(path)
     if match is None:
         return None
     if "\ud800" <= match.group() <= "\udfff":

@@ -29,6 +29,7 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from .graph_file import NOT_IN_GRAPHML
 from .languages import GO, JAVA, RUST, SourceLanguage
 from .symbols import hash_lines, module_name
 from .values import CodeSymbol
@@ -165,7 +166,9 @@ class _Symbols:
 def _text(node: Node | None) -> str:
     if node is None or node.text is None:
         return ""
-    return node.text.decode("utf-8", "replace")
+    # A quoted name (`declare module "..."`, a "..."() method) may hold raw control
+    # characters, which no GraphML can hold: each becomes U+FFFD, as bad UTF-8 does.
+    return NOT_IN_GRAPHML.sub("\ufffd", node.text.decode("utf-8", "replace"))
 
 
 def _name(node: Node, field: str = "name") -> str:

@@ -142,3 +142,18 @@ def test_a_file_name_xml_cannot_hold_is_reported_and_the_graph_stays_readable(
     assert "pkg/auth.py::load" in {s.node_id for s in symbols}
     stored = memory.store("fact", "load reads the file", entities=["auth.load"])
     assert [a.graph_node_id for a in memory.code_to(stored).anchors] == ["pkg/auth.py::load"]
+
+
+def test_a_quoted_name_with_a_control_character_keeps_the_graph_readable(
+    memory: MemoryStore, repo: Path
+) -> None:
+    pytest.importorskip("tree_sitter_typescript")
+    (repo / "pkg" / "odd.ts").write_bytes(
+        b'declare module "a\x01b" {\n  export function f(): void;\n}\n'
+        b'class A {\n  "we\x02ird"() { return 1; }\n}\n'
+    )
+    result = memory.index_code()
+    assert not result.errors and result.languages.get("TypeScript") == 1
+    (repo / ".nervapack" / "graph-index.sqlite").unlink()
+    _, symbols = read_graphml(repo / ".nervapack" / "graph.graphml")
+    assert {"pkg/odd.ts::a\ufffdb.f", "pkg/odd.ts::A.we\ufffdird"} <= {s.node_id for s in symbols}
