@@ -157,3 +157,15 @@ def test_a_quoted_name_with_a_control_character_keeps_the_graph_readable(
     (repo / ".nervapack" / "graph-index.sqlite").unlink()
     _, symbols = read_graphml(repo / ".nervapack" / "graph.graphml")
     assert {"pkg/odd.ts::a\ufffdb.f", "pkg/odd.ts::A.we\ufffdird"} <= {s.node_id for s in symbols}
+
+
+def test_a_leading_space_survives_a_sidecar_rebuilt_from_the_graph(
+    memory: MemoryStore, repo: Path
+) -> None:
+    (repo / " lead.py").write_text("def leading():\n    pass\n")
+    memory.index_code()
+    (repo / ".nervapack" / "graph-index.sqlite").unlink()  # a cache: deleting it is allowed
+    _, symbols = read_graphml(repo / ".nervapack" / "graph.graphml")
+    assert {s.file_path for s in symbols if s.node_id.startswith(" lead.py")} == {" lead.py"}
+    memory.store("fact", "leading does nothing", entities=["leading"])
+    assert memory.verify_staleness().stale == ()
