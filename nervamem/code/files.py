@@ -183,7 +183,11 @@ def read_source(path: Path) -> bytes:
 
 def expanded_path(text: str | os.PathLike[str]) -> Path:
     """A path the user gave, ~ expanded: ~user of no such user (or ~ with no home
-    folder) is bad input, not an internal error."""
+    folder) is bad input, not an internal error; so is a NUL byte, which no path holds."""
+    given = os.fspath(text)
+    if "\0" in given:
+        shown = shown_path(given.replace("\0", "\\0"))
+        raise BadInputError(f"{shown} holds a NUL byte, which no path can")
     try:
         return Path(text).expanduser()
     except (RuntimeError, KeyError):

@@ -169,3 +169,12 @@ def test_a_leading_space_survives_a_sidecar_rebuilt_from_the_graph(
     assert {s.file_path for s in symbols if s.node_id.startswith(" lead.py")} == {" lead.py"}
     memory.store("fact", "leading does nothing", entities=["leading"])
     assert memory.verify_staleness().stale == ()
+
+
+@pytest.mark.parametrize("target", ["~\x00/x.py", "pkg/a\x00.py:3"])
+def test_a_nul_byte_in_a_code_path_is_bad_input(memory: MemoryStore, target: str) -> None:
+    """Through MCP a path may hold a NUL byte: '~\\0' was a ValueError (internal)."""
+    with pytest.raises(BadInputError, match="NUL"):
+        memory.code_for(target)
+    with pytest.raises(BadInputError, match="NUL"):
+        memory.index_code(target)
