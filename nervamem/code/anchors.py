@@ -179,7 +179,7 @@ def anchor_records(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 def anchor_from_record(record: dict[str, Any], entity_id: str = "", entity: str = "") -> CodeAnchor:
     return CodeAnchor(
-        file_path=normalise_path(str(record.get("file_path") or "")),
+        file_path=normalise_path(str(record.get("file_path") or ""), strip=False),
         start_line=as_int(record.get("start_line")),
         end_line=as_int(record.get("end_line")),
         graph_node_id=str(record.get("graph_node_id") or record.get("file_path") or ""),

@@ -3,7 +3,9 @@ paths from the folder that holds ``.nervapack/`` (or from a recorded root)."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
@@ -151,8 +153,10 @@ def relative_to(path: Path, base: Path) -> str | None:
     return "" if rel == "." else rel
 
 
-def normalise_path(text: str) -> str:
-    posix = text.strip().replace("\\", "/")
+def normalise_path(text: str, *, strip: bool = True) -> str:
+    """``text`` with ``/`` separators and no leading ``./``; typed text is also stripped
+    (``strip``), a recorded path is not: `` lead.py`` is a file name of its own."""
+    posix = (text.strip() if strip else text).replace("\\", "/")
     while posix.startswith("./"):
         posix = posix[2:]
     return posix
@@ -163,9 +167,27 @@ def source_path(root: Path, file_path: str) -> Path:
     return path if path.is_absolute() else root / file_path
 
 
+def read_source(path: Path) -> bytes:
+    """The bytes of a regular file. Anything else at that path (a named pipe, a device
+    such as ``/dev/zero`` or ``/dev/stdin``) raises OSError instead of blocking or
+    reading forever: the open does not wait for a pipe's writer."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
 def expanded_path(text: str | os.PathLike[str]) -> Path:
     """A path the user gave, ~ expanded: ~user of no such user (or ~ with no home
-    folder) is bad input, not an internal error."""
+    folder) is bad input, not an internal error; so is a NUL byte, which no path holds."""
+    given = os.fspath(text)
+    if "\0" in given:
+        shown = shown_path(given.replace("\0", "\\0"))
+        raise BadInputError(f"{shown} holds a NUL byte, which no path can")
     try:
         return Path(text).expanduser()
     except (RuntimeError, KeyError):

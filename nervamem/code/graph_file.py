@@ -8,6 +8,7 @@ optional attributes are derived or left empty, line numbers may be strings.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,12 @@ INDEX_VERSION = 1
 # mtime tick; its hash is compared instead of trusting its stat (git's "racy clean").
 RACY_WINDOW_NS = 2_000_000_000
 _EDGE_KIND_ATTRS = ("kind", "type", "label", "relation")
+_RAW_FILE_PATH = "\0file_path"  # a node's file_path as written, before stripping
+
+# What XML 1.0 cannot hold (control characters, lone surrogates: a file name whose bytes
+# are not UTF-8 arrives holding them), and \r, which every XML reader turns into \n. A
+# graph that holds one is XML no reader accepts.
+NOT_IN_GRAPHML = re.compile("[\x00-\x08\x0b-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def write_graph(graph_path: Path, attrs: dict[str, str], symbols: list[CodeSymbol]) -> None:
@@ -117,6 +124,9 @@ def read_graphml(path: Path) -> tuple[dict[str, str], list[CodeSymbol]]:
         elif tag == "node" and depth == 1:
             values = dict(defaults["node"])
             values.update(_data_of(elem, keys))
+            raw_path = _raw_text(elem, keys, "file_path")
+            if raw_path is not None:
+                values[_RAW_FILE_PATH] = raw_path
             raw_nodes.append((elem.get("id") or "", values))
             elem.clear()
         elif tag == "edge" and depth == 1:
@@ -151,8 +161,25 @@ def _data_of(elem: Any, keys: dict[str, tuple[str, str]]) -> dict[str, str]:
     return values
 
 
+def _raw_text(elem: Any, keys: dict[str, tuple[str, str]], name: str) -> str | None:
+    """The unstripped text of ``elem``'s data named ``name``, if it has one."""
+    for child in elem:
+        if child.tag.rsplit("}", 1)[-1] != "data":
+            continue
+        key = child.get("key") or ""
+        if keys.get(key, ("all", key))[1] == name:
+            return str(child.text or "")
+    return None
+
+
 def _symbol_from(node_id: str, values: dict[str, str], parent: str | None) -> CodeSymbol | None:
-    file_path = normalise_path(values.get("file_path") or "")
+    raw = values.get(_RAW_FILE_PATH)
+    if raw and (node_id == raw or node_id.startswith(raw + "::")):
+        # The node ID confirms it (as in the graphs nervamem writes): a name such as
+        # ' lead.py' keeps its space, which stripping the text would lose.
+        file_path = normalise_path(raw, strip=False)
+    else:
+        file_path = normalise_path(values.get("file_path") or "")
     if not file_path or not node_id:
         return None
     name = values.get("name") or ""

@@ -13,15 +13,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import BadInputError, NotFoundError, StoreError
-from ..locate import graph_path_beside, home_store, working_folder
+from ..locate import graph_path_beside, home_store, shown_path, working_folder
 from .files import (
     default_root,
     default_scan_root,
     expanded_path,
     list_source_files,
+    read_source,
     relative_to,
 )
-from .graph_file import GENERATOR, INDEX_VERSION, RACY_WINDOW_NS, as_int, read_graphml, write_graph
+from .graph_file import (
+    GENERATOR,
+    INDEX_VERSION,
+    NOT_IN_GRAPHML,
+    RACY_WINDOW_NS,
+    as_int,
+    read_graphml,
+    write_graph,
+)
 from .parsing import GrammarMissing, language_name, source_symbols
 from .sidecar import CodeIndex, open_sidecar, sidecar_is_fresh, write_sidecar
 from .symbols import HASH_SCHEME, file_hash
@@ -54,7 +63,10 @@ def checked_root(root: str | os.PathLike[str]) -> Path:
         # A blank ROOT (`code index "$DIR"` with DIR unset) names no folder: not the
         # project, which no ROOT at all means.
         raise BadInputError("the folder to index is blank: give a folder, or none for the project")
-    scan_root = expanded_path(root).resolve()
+    try:
+        scan_root = expanded_path(root).resolve()
+    except (RuntimeError, OSError) as exc:  # a symbolic link loop (ELOOP on Python 3.13)
+        raise BadInputError(f"{shown_path(root)} cannot be resolved: {exc}") from None
     if not scan_root.exists():
         raise NotFoundError(f"{root} does not exist")
     if not scan_root.is_dir():
@@ -62,17 +74,33 @@ def checked_root(root: str | os.PathLike[str]) -> Path:
     return scan_root
 
 
+def _default_scan_root(base: Path) -> Path:
+    """The project (files.default_scan_root). With the working folder deleted under us it
+    is the store's project, which needs no working folder, unless that is the home
+    store's folder: then only a ROOT says what to index."""
+    home = _home_store_folder()
+    try:
+        cwd = working_folder()
+    except StoreError as exc:
+        if home is not None and base == home.resolve():
+            raise StoreError(
+                f"{str(exc).split(';')[0]}; give the folder to index: nervamem code index ROOT"
+            ) from None
+        return base
+    return default_scan_root(base, cwd, home)
+
+
 def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) -> IndexResult:
     base = default_root(graph_path)
-    if root is not None:
-        scan_root = checked_root(root)
-    else:
-        scan_root = default_scan_root(base, working_folder(), _home_store_folder())
+    scan_root = checked_root(root) if root is not None else _default_scan_root(base)
     # Paths are relative to the folder holding .nervapack/; a ROOT outside it keeps
     # paths relative to ROOT and records ROOT in the graph.
     prefix = relative_to(scan_root, base)
     rel_base = base if prefix is not None else scan_root
     recorded_root = None if prefix is not None else str(scan_root)
+    why = _unwritable(prefix or "") or _unwritable(recorded_root or "")
+    if why:  # every path the graph would record holds it
+        raise BadInputError(f"{_shown(scan_root)}: the folder's path {why}")
 
     previous_attrs, previous = _previous_index(graph_path, recorded_root)
     indexed_before = as_int(previous_attrs.get("indexed_at_ns")) or 0
@@ -86,6 +114,10 @@ def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) ->
     for rel_in_root in files:
         rel = f"{prefix}/{rel_in_root}" if prefix else rel_in_root
         path = rel_base / rel
+        why = _unwritable(rel)
+        if why:
+            errors.append(f"{_shown(rel)}: the file name {why}; not indexed")
+            continue
         try:
             stat = path.stat()
         except OSError:
@@ -103,7 +135,7 @@ def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) ->
             reused += 1
         else:
             try:
-                data = path.read_bytes()
+                data = read_source(path)
             except OSError as exc:
                 errors.append(f"{rel}: cannot read ({exc.strerror or exc})")
                 continue
@@ -168,6 +200,21 @@ def build_index(graph_path: Path, root: str | os.PathLike[str] | None = None) ->
         languages=dict(sorted(languages.items())),
         skipped=tuple(skipped),
     )
+
+
+def _unwritable(path: str) -> str | None:
+    """Why the graph cannot record ``path`` (GraphML could not be read back), or None."""
+    match = NOT_IN_GRAPHML.search(path)
+    if match is None:
+        return None
+    if "\ud800" <= match.group() <= "\udfff":
+        return "is not valid UTF-8"
+    return "holds a control character"
+
+
+def _shown(path: str | os.PathLike[str]) -> str:
+    """A path for a message, its undecodable bytes written as ``\\xff``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _previous_index(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..entities import stripped
-from .files import source_path
+from .files import read_source, source_path
 from .names import full_segments, segments
 from .parsing import GrammarMissing, source_symbols
 from .values import PROBLEM_NO_GRAMMAR, REASON_FILE_MISSING, REASON_UNPARSABLE, CodeSymbol
@@ -26,7 +26,7 @@ class LiveSource:
         if file_path not in self._cache:
             path = source_path(self.root, file_path)
             try:
-                data = path.read_bytes()
+                data = read_source(path)
             except OSError:
                 self._cache[file_path] = (REASON_FILE_MISSING, [])
             else:

@@ -100,29 +100,34 @@ def _split_target(target: str) -> tuple[str, int | None]:
     if not text:
         raise BadInputError("give a file path, optionally with :LINE")
     head, sep, tail = text.rpartition(":")
-    if sep and tail.strip().isdigit() and head:
+    # isdecimal, not isdigit: int() takes every decimal digit but no superscript ('¹').
+    if sep and tail.strip().isdecimal() and head:
+        if len(tail.strip()) > 18:  # no file has that many lines; int() refuses 4,300 digits
+            raise BadInputError(f"line {tail.strip()[:20]}... is beyond any file's end")
         line = int(tail)
         if line < 1:
             raise BadInputError(f"line numbers start at 1, not {line}")
         return head, line
-    if sep and head and tail and tail.lstrip("-").isdigit():
+    if sep and head and tail and tail.lstrip("-").isdecimal():
         raise BadInputError(f"line numbers start at 1, not {tail}")
     return text, None
 
 
-def _root_relative(root: Path, text: str, cwd: Path) -> tuple[str, bool]:
+def _root_relative(root: Path, text: str, cwd: Path | None) -> tuple[str, bool]:
     """A user's path as stored in anchors (relative to root), and whether it is a folder.
     A path that exists relative to the working directory is taken as such; otherwise it
-    is read as relative to the root already."""
+    is read as relative to the root already (so is any relative path when the working
+    directory was deleted: ``cwd`` None)."""
     given = expanded_path(text)
-    on_disk = given if given.is_absolute() else cwd / given
+    on_disk = given if given.is_absolute() else cwd / given if cwd is not None else None
     try:
-        exists = on_disk.exists()
+        exists = on_disk is not None and on_disk.exists()
     except OSError as exc:
         if exc.errno != errno.ENAMETOOLONG:
             raise
         raise BadInputError(f"{shown_path(text)}: {exc.strerror}") from None
     if exists:
+        assert on_disk is not None
         resolved = on_disk.resolve()
         rel = relative_to(resolved, root.resolve())
         if rel is not None:
@@ -132,6 +137,13 @@ def _root_relative(root: Path, text: str, cwd: Path) -> tuple[str, bool]:
     return norm, text.endswith(("/", "\\")) or (root / norm).is_dir()
 
 
+def _working_folder() -> Path | None:
+    try:
+        return Path.cwd()
+    except OSError:  # deleted under us
+        return None
+
+
 def code_for(
     storage: Storage, target: str, *, namespace: str | None = None, cwd: Path | None = None
 ) -> CodeForResult:
@@ -139,7 +151,7 @@ def code_for(
     file_text, line = _split_target(target)
     ns = storage.namespace_for(namespace)
     root = code_root(storage)
-    file_path, is_dir = _root_relative(root, file_text, cwd or Path.cwd())
+    file_path, is_dir = _root_relative(root, file_text, cwd or _working_folder())
     if is_dir and line is not None:
         raise BadInputError(f"{file_text} is a folder: a line needs a file")
     live = LiveSource(root)

@@ -29,6 +29,7 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from .graph_file import NOT_IN_GRAPHML
 from .languages import GO, JAVA, RUST, SourceLanguage
 from .symbols import hash_lines, module_name
 from .values import CodeSymbol
@@ -68,7 +69,7 @@ def tree_symbols(file_path: str, data: bytes, language: SourceLanguage) -> list[
     parser = Parser(load_grammar(language))
     tree = parser.parse(data)
     root = tree.root_node
-    lines = data.splitlines()
+    lines = _rows(data)
     total = max(len(lines), 1)
     if language is GO:
         module = _go_package(root) or module_name(file_path)
@@ -101,6 +102,17 @@ def tree_symbols(file_path: str, data: bytes, language: SourceLanguage) -> list[
     except RecursionError:
         return [replace(module_symbol, parse_error="RecursionError: nested too deeply")]
     return out.symbols
+
+
+def _rows(data: bytes) -> list[bytes]:
+    """The lines of ``data`` as tree-sitter numbers its rows: split at ``\\n`` only (a
+    lone ``\\r`` is no row break to it, where ``bytes.splitlines`` breaks there and
+    would shift every later symbol's hash onto the wrong lines). A ``\\r`` ending a row is
+    dropped, so a CRLF file hashes as ``splitlines`` made it."""
+    rows = data.split(b"\n")
+    if not rows[-1]:
+        rows.pop()  # the empty piece after a final newline is no row
+    return [row[:-1] if row.endswith(b"\r") else row for row in rows]
 
 
 class _Symbols:
@@ -154,7 +166,9 @@ class _Symbols:
 def _text(node: Node | None) -> str:
     if node is None or node.text is None:
         return ""
-    return node.text.decode("utf-8", "replace")
+    # A quoted name (`declare module "..."`, a "..."() method) may hold raw control
+    # characters, which no GraphML can hold: each becomes U+FFFD, as bad UTF-8 does.
+    return NOT_IN_GRAPHML.sub("\ufffd", node.text.decode("utf-8", "replace"))
 
 
 def _name(node: Node, field: str = "name") -> str:

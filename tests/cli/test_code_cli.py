@@ -127,6 +127,16 @@ def test_code_index_of_a_blank_folder_is_bad_input(cli: Run, repo: Path, blank: 
     assert not (repo / ".nervapack" / "graph.graphml").exists()
 
 
+def test_code_index_of_a_symbolic_link_loop_is_bad_input(cli: Run, repo: Path) -> None:
+    (repo / "loop_a").symlink_to(repo / "loop_b")
+    (repo / "loop_b").symlink_to(repo / "loop_a")
+    result = cli("code", "index", str(repo / "loop_a"))
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "internal" not in result.stderr
+    assert not (repo / ".nervapack" / "graph.graphml").exists()
+    assert not (repo / ".nervapack" / "memory.db").exists()
+
+
 # ----------------------------------------------------------------------------- store
 def test_store_prints_only_the_id_and_warns_of_ambiguity_on_stderr(cli: Run) -> None:
     _ok(cli("code", "index"))
@@ -365,3 +375,32 @@ def test_code_for_a_line_labels_the_symbol_with_todays_lines(
     document = json.loads(_ok(cli("code-for", "pkg/auth.py:10", "--format", "json")))
     login = next(item for item in document["items"] if item["id"] == anchored["login"])
     assert (login["anchors"][0]["start_line"], login["anchors"][0]["end_line"]) == (10, 11)
+
+
+@pytest.mark.parametrize("line", ["\N{SUPERSCRIPT ONE}", "9" * 5000])
+def test_code_for_a_line_int_refuses_is_no_internal_error(cli: Run, line: str) -> None:
+    """'¹' is a digit to str.isdigit but not to int(), and int() refuses 4,300 digits:
+    neither may end in an internal error."""
+    _ok(cli("code", "index"))
+    result = cli("code-for", f"pkg/auth.py:{line}", "--format", "json")
+    assert result.exit_code in (0, 2), result.stderr
+    assert "internal" not in result.stderr
+
+
+def test_code_commands_in_a_deleted_working_folder_given_the_store(
+    cli: Run, anchored: dict[str, str], repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the store named (as NERVAPACK_MEMORY_DB here), code-for needs no working
+    folder (a relative path is read from the root) and code index falls back on the
+    store's project; both were internal errors or a wrong 'give --db'."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    for target in ("pkg/storage.py", str(repo / "pkg" / "storage.py")):
+        result = cli("code-for", target, "--format", "json")
+        assert result.exit_code == 0, result.stderr
+        assert [item["id"] for item in json.loads(result.stdout)["items"]] == [anchored["save"]]
+    indexed = cli("code", "index", "--format", "json")
+    assert indexed.exit_code == 0, indexed.stderr
+    assert json.loads(indexed.stdout)["root"] == str(repo.resolve())
