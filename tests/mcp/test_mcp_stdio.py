@@ -152,6 +152,30 @@ def test_bytes_that_are_not_utf8_become_replacement_characters(server: RawServer
     assert "caf\ufffd" in reply["result"]["content"][0]["text"]
 
 
+def test_a_lone_surrogate_escape_is_answered_not_dropped(db: Path) -> None:
+    """json.dumps writes a lone surrogate as the escape \\ud800, valid JSON that the SDK's
+    parser refuses: the SDK's transport drops the request and its client waits forever.
+    nervamem's answers it: the core refuses the text, and an answer that echoes it (a
+    path) comes back with the escape it came in with; the server goes on."""
+    server = RawServer(db, "nervamem")
+    try:
+        server.handshake()
+        store = {"name": "memory_store", "arguments": {"kind": "fact", "content": "a\ud800b"}}
+        server.send(server.request("tools/call", store))
+        reply = server.reply()
+        assert reply["id"] == server.next_id and reply["result"]["isError"]
+        error = reply["result"]["structuredContent"]["error"]
+        assert (error["code"], error["message"]) == ("bad_input", "content is not valid UTF-8 text")
+        code_for = {"name": "memory_for_code", "arguments": {"file_path": "\ud800"}}
+        server.send(server.request("tools/call", code_for))
+        reply = server.reply()
+        assert reply["id"] == server.next_id
+        assert reply["result"]["structuredContent"]["file_path"] == "\ud800"
+        server.ping()
+    finally:
+        assert server.close() == 0
+
+
 def test_a_line_longer_than_a_read_and_a_pipe_buffer(server: RawServer) -> None:
     # 300 kB in one message: several reads of the transport and a full pipe on the way.
     name = "x" * 300_000
