@@ -20,6 +20,7 @@ checked by the core, which refuses them with the CLI's own code and sentence.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import traceback
@@ -405,6 +406,15 @@ def _open_store(db: str, namespace: str | None) -> MemoryStore:
     return MemoryStore(db, namespace=namespace)
 
 
+def _float(value: float) -> float:
+    """A JSON number as the CLI parses the option: 7 -> 7.0, and an integer too large for
+    a float is infinite (as 1e400 is), which the core refuses by name, not an overflow."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def _rendered(view: str, payload: Any) -> Answer:
     return Answer(markdown.render(view, payload), json_renderer.to_document(view, payload))
 
@@ -508,7 +518,7 @@ class MemoryServer:
             args["kind"],
             args["content"],
             entities=args.get("entities", ()),
-            confidence=float(args.get("confidence", 1.0)),  # as the CLI parses it: 7 -> 7.0
+            confidence=_float(args.get("confidence", 1.0)),
             valid_from=args.get("valid_from"),
             valid_until=args.get("valid_until"),
             supersedes=args.get("supersedes"),
@@ -535,7 +545,7 @@ class MemoryServer:
             kinds=args.get("kinds") or None,
             hops=args.get("hops", 2),
             tokenizer=args.get("tokenizer") or self.tokenizer,
-            min_score=float(args.get("min_score", 0.0)),
+            min_score=_float(args.get("min_score", 0.0)),
             known_at=args.get("known_at"),
         )
         return _rendered("recall", result)

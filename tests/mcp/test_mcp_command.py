@@ -191,3 +191,16 @@ def _recording(opened: list[str]) -> Callable[[str, str | None], Any]:
         return MemoryStore(db, namespace=namespace)
 
     return factory
+
+
+def test_an_integer_too_large_for_a_float_is_out_of_range_not_internal(
+    server: MemoryServer,
+) -> None:
+    """JSON carries integers of any size; confidence and min_score are floats. 10**400 is
+    refused as 1e400 is (bad_input, naming the option), not an OverflowError."""
+    store = server.call("memory_store", {"kind": "fact", "content": "x", "confidence": 10**400})
+    assert store.document["error"]["code"] == "bad_input", store.document
+    assert "confidence inf is outside [0, 1]" in store.document["error"]["message"]
+    recall = server.call("memory_recall", {"query": "x", "min_score": -(10**400)})
+    assert recall.document["error"]["code"] == "bad_input", recall.document
+    assert "--min-score" in recall.document["error"]["message"]
