@@ -396,6 +396,20 @@ def check_arguments(tool: Tool, arguments: Mapping[str, object]) -> None:
             raise UsageError(f"{tool.name}: {name} must be {expected}, not {_shown(value)}")
 
 
+def integers(tool: Tool, arguments: dict[str, object]) -> dict[str, object]:
+    """``arguments`` with each integral number given to an integer argument as an int:
+    JSON Schema's "integer" is any number without a fraction, so 500.0 is one (a client
+    that validates against the schema sends it), as 500 is."""
+    return {
+        name: int(value)
+        if isinstance(value, float)
+        and value.is_integer()
+        and tool.properties.get(name, {}).get("type") == "integer"
+        else value
+        for name, value in arguments.items()
+    }
+
+
 # ----------------------------------------------------------------------------- calls
 StoreFactory = Callable[[str, "str | None"], "MemoryStore"]
 
@@ -483,7 +497,7 @@ class MemoryServer:
                 raise UsageError(
                     f"unknown tool {_shown(name)}: use one of {', '.join(TOOLS_BY_NAME)}"
                 )
-            args = dict(arguments or {})
+            args = integers(tool, dict(arguments or {}))
             check_arguments(tool, args)
             args = {key: value for key, value in args.items() if value is not None}
             try:

@@ -204,3 +204,17 @@ def test_an_integer_too_large_for_a_float_is_out_of_range_not_internal(
     recall = server.call("memory_recall", {"query": "x", "min_score": -(10**400)})
     assert recall.document["error"]["code"] == "bad_input", recall.document
     assert "--min-score" in recall.document["error"]["message"]
+
+
+def test_an_integral_number_is_an_integer_as_json_schema_says(server: MemoryServer) -> None:
+    """The schemas say "integer", which JSON Schema meets with 500.0 as with 500: a
+    client that checks its arguments against them may send either."""
+    recall = server.call("memory_recall", {"query": "x", "budget_tokens": 60.0, "hops": 1.0})
+    assert not recall.is_error, recall.document
+    assert recall.document["budget_tokens"] == 60
+    timeline = server.call("memory_timeline", {"query": "x", "limit": 5.0})
+    assert not timeline.is_error, timeline.document
+    fraction = server.call("memory_recall", {"query": "x", "budget_tokens": 60.5})
+    assert fraction.document["error"]["code"] == "usage"
+    infinite = server.call("memory_recall", {"query": "x", "budget_tokens": float("inf")})
+    assert infinite.document["error"]["code"] == "usage"
