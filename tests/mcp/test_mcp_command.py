@@ -218,3 +218,20 @@ def test_an_integral_number_is_an_integer_as_json_schema_says(server: MemoryServ
     assert fraction.document["error"]["code"] == "usage"
     infinite = server.call("memory_recall", {"query": "x", "budget_tokens": float("inf")})
     assert infinite.document["error"]["code"] == "usage"
+
+
+def test_the_documented_arguments_are_the_tools_arguments() -> None:
+    """docs/mcp.md's table names each tool's arguments, the required ones in bold: a
+    client's author reads it; an argument the server takes is not left out of it."""
+    import re
+
+    rows = {}
+    for line in (Path(__file__).parents[2] / "docs" / "mcp.md").read_text().splitlines():
+        if match := re.match(r"\| `(memory_\w+)` \|[^|]*\| (.*) \|$", line):
+            rows[match.group(1)] = match.group(2)
+    assert set(rows) == {tool.name for tool in TOOLS}
+    for tool in TOOLS:
+        documented = re.findall(r"`(\w+)`", rows[tool.name])
+        required = re.findall(r"\*\*`(\w+)`\*\*", rows[tool.name])
+        assert sorted(documented) == sorted(tool.properties), tool.name
+        assert sorted(required) == sorted(tool.required), tool.name
