@@ -118,6 +118,11 @@ async def fd_streams(in_fd: int, out_fd: int) -> AsyncIterator[Streams]:
                         await write_all(out_fd, serialise(session_message))
             except anyio.ClosedResourceError:  # pragma: no cover - the server went first
                 await anyio.lowlevel.checkpoint()
+            except (BrokenPipeError, ConnectionResetError):
+                # The client stopped reading (it exited, or closed its end): no answer
+                # can reach it, so the session is over, as at the end of its input. The
+                # calls already made have committed; the server stops cleanly.
+                tg.cancel_scope.cancel()
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(reader)

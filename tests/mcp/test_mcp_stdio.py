@@ -301,3 +301,34 @@ def test_an_idle_server_writes_its_access_counts(tmp_path: Path) -> None:
         assert raw.process.poll() is None  # still serving
     finally:
         assert raw.close() == 0
+
+
+def test_a_client_that_stops_reading_ends_the_server_cleanly(tmp_path: Path) -> None:
+    """A client that closes its end of the server's output (or exits) can get no answer:
+    the server stops as at the end of its input, with status 0, the calls it ran
+    committed and their access counts written, not with an internal error."""
+    import sqlite3
+    from contextlib import closing
+
+    db = tmp_path / "memory.db"
+    with MemoryStore(db) as memory:
+        shown = memory.store("fact", "The caf\u00e9 on the corner opens at seven")
+    raw = RawServer(db, "nervamem")
+    assert raw.process.stdin is not None and raw.process.stdout is not None
+    raw.handshake()
+    raw.process.stdout.close()
+    store = {"name": "memory_store", "arguments": {"kind": "fact", "content": "written"}}
+    raw.send(raw.request("tools/call", store))
+    raw.send(recall_line(raw, b"corner cafe"))
+    try:
+        assert raw.process.wait(timeout=WAIT) == 0  # its input still open
+    finally:
+        if raw.process.poll() is None:
+            raw.process.kill()
+            raw.process.wait()
+        raw.process.stdin.close()
+    with closing(sqlite3.connect(db)) as conn:
+        (stored,) = conn.execute("SELECT count(*) FROM mem_nodes WHERE content = 'written'")
+        (count,) = conn.execute("SELECT access_count FROM mem_nodes WHERE id = ?", (shown,))
+    assert stored == (1,)
+    assert count == (1,)
