@@ -584,6 +584,11 @@ class MemoryServer:
     def _switch_namespace(self, memory: MemoryStore, args: dict[str, Any]) -> Answer:
         is_new = not memory.has_memories(args["name"])
         answer = _rendered("ns_switch", memory.switch_namespace(args["name"]))
+        if self.namespace is not None:
+            # `nervamem --ns NAME mcp` pins the agent's namespace: the agent switching
+            # moves that pin too, or its next calls would stay in NAME while the switch
+            # said otherwise.
+            self.namespace = answer.document["namespace"]
         if not is_new:
             return answer
         # The CLI's note on stderr, in the answer: a mistyped name starts an empty namespace.

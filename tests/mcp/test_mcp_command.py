@@ -235,3 +235,21 @@ def test_the_documented_arguments_are_the_tools_arguments() -> None:
         required = re.findall(r"\*\*`(\w+)`\*\*", rows[tool.name])
         assert sorted(documented) == sorted(tool.properties), tool.name
         assert sorted(required) == sorted(tool.required), tool.name
+
+
+def test_a_switch_moves_the_namespace_the_server_was_started_in(tmp_path: Path) -> None:
+    """`nervamem --ns pinned mcp`: the agent's memory_switch_namespace answered 'other'
+    but its next calls stayed in 'pinned'. They follow the switch."""
+    memory = MemoryServer(str(tmp_path / "memory.db"), namespace="pinned")
+    try:
+        assert memory.call("memory_stats", {}).document["namespace"] == "pinned"
+        switched = memory.call("memory_switch_namespace", {"name": "other"})
+        assert switched.document["namespace"] == "other"
+        stored = memory.call("memory_store", {"kind": "fact", "content": "after the switch"})
+        assert memory.call("memory_stats", {}).document["namespace"] == "other"
+        assert memory.store().get(stored.document["id"], namespace="other") is not None
+        refused = memory.call("memory_switch_namespace", {"name": "not a name"})
+        assert refused.is_error
+        assert memory.call("memory_stats", {}).document["namespace"] == "other"
+    finally:
+        memory.close()
