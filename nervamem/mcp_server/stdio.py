@@ -148,9 +148,7 @@ def parse(line: bytes) -> SessionMessage | Exception:
         message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except Exception as exc:
         try:
-            message = types.jsonrpc_message_adapter.validate_python(
-                json.loads(text), by_name=False
-            )
+            message = types.jsonrpc_message_adapter.validate_python(json.loads(text), by_name=False)
         except Exception:
             return exc
     return SessionMessage(message)
