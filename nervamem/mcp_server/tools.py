@@ -25,6 +25,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import ConnectionLostError, UsageError
@@ -433,6 +434,18 @@ def _rendered(view: str, payload: Any) -> Answer:
     return Answer(markdown.render(view, payload), json_renderer.to_document(view, payload))
 
 
+def _file_identity(path: Path | str) -> tuple[int, int] | None:
+    """Which file a store path names now (device and inode); None for a server's URL or
+    a path with no file."""
+    if isinstance(path, str):
+        return None
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (status.st_dev, status.st_ino)
+
+
 class MemoryServer:
     """The tools over one store, resolved as the CLI resolves it. Not thread-safe: the
     server calls it from one thread, one call at a time."""
@@ -451,7 +464,7 @@ class MemoryServer:
         self.tokenizer = tokenizer
         self.store_factory = store_factory
         self._store: MemoryStore | None = None
-        self._opened: object = None  # the path or URL _store was opened for
+        self._opened: object = None  # the path or URL _store was opened for, its file
 
     def close(self) -> None:
         if self._store is not None:
@@ -473,11 +486,15 @@ class MemoryServer:
         """The store the CLI would use now, open; the active namespace and session read
         again from state.yaml."""
         path = resolve_store(self.db)
-        if self._store is not None and self._opened != path:
+        # The file itself, not only its name: a store deleted (or deleted and made
+        # again by `nervamem init`) while the server runs would otherwise take the
+        # server's writes into the unlinked file, answered as stored and lost at exit.
+        opened = (path, _file_identity(path))
+        if self._store is not None and self._opened != opened:
             self.close()
         if self._store is None:
             self._store = self.store_factory(os.fspath(path), None)
-            self._opened = path
+            self._opened = (path, _file_identity(path))
         storage = self._store.storage
         storage.namespace_override = self.namespace
         storage.reload_state()

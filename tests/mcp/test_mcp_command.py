@@ -253,3 +253,26 @@ def test_a_switch_moves_the_namespace_the_server_was_started_in(tmp_path: Path) 
         assert memory.call("memory_stats", {}).document["namespace"] == "other"
     finally:
         memory.close()
+
+
+def test_a_store_deleted_and_made_again_while_serving_gets_the_next_write(
+    tmp_path: Path,
+) -> None:
+    """`rm -r .nervapack && nervamem init` while the server runs: the server kept its
+    connection to the unlinked file, answered the next memory_store as stored, and the
+    memory was gone when it stopped. It opens the store the path names now."""
+    from nervamem import MemoryStore
+
+    db = tmp_path / "project" / "memory.db"
+    memory = MemoryServer(str(db))
+    try:
+        assert not memory.call("memory_store", {"kind": "fact", "content": "first"}).is_error
+        for leftover in db.parent.iterdir():
+            leftover.unlink()
+        runner.invoke(app, ["--db", str(db), "init"])
+        stored = memory.call("memory_store", {"kind": "fact", "content": "after the reset"})
+        assert not stored.is_error, stored.document
+    finally:
+        memory.close()
+    with MemoryStore(db) as store:
+        assert store.get(stored.document["id"]).content == "after the reset"
