@@ -29,6 +29,7 @@ SDK's transport.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -46,6 +47,7 @@ from mcp.shared._context_streams import (
     create_context_streams,
 )
 from mcp.shared.message import SessionMessage
+from pydantic_core import PydanticSerializationError
 
 CHUNK = 1 << 16
 
@@ -116,6 +118,11 @@ async def fd_streams(in_fd: int, out_fd: int) -> AsyncIterator[Streams]:
                         await write_all(out_fd, serialise(session_message))
             except anyio.ClosedResourceError:  # pragma: no cover - the server went first
                 await anyio.lowlevel.checkpoint()
+            except (BrokenPipeError, ConnectionResetError):
+                # The client stopped reading (it exited, or closed its end): no answer
+                # can reach it, so the session is over, as at the end of its input. The
+                # calls already made have committed; the server stops cleanly.
+                tg.cancel_scope.cancel()
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(reader)
@@ -130,19 +137,33 @@ async def fd_streams(in_fd: int, out_fd: int) -> AsyncIterator[Streams]:
 
 
 def parse(line: bytes) -> SessionMessage | Exception:
-    """One line as the SDK's transport reads it: UTF-8 with replacement, then its adapter."""
+    """One line as the SDK's transport reads it: UTF-8 with replacement, then its adapter.
+
+    A string escape of a lone surrogate (``"\\ud800"``, what ``json.dumps`` writes for
+    one) is JSON that the adapter's parser refuses: the SDK would drop the whole request
+    unanswered and its client would wait forever. Such a line is parsed by ``json``
+    instead, so the request is answered (the tools refuse text that is not UTF-8)."""
+    text = line.decode("utf-8", errors="replace")
     try:
-        message = types.jsonrpc_message_adapter.validate_json(
-            line.decode("utf-8", errors="replace"), by_name=False
-        )
+        message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except Exception as exc:
-        return exc
+        try:
+            message = types.jsonrpc_message_adapter.validate_python(json.loads(text), by_name=False)
+        except Exception:
+            return exc
     return SessionMessage(message)
 
 
 def serialise(session_message: SessionMessage) -> bytes:
-    """One message as the SDK's transport writes it: its JSON, then a newline."""
-    text = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+    """One message as the SDK's transport writes it: its JSON, then a newline. A message
+    holding a lone surrogate (a path a client sent back in an answer), which has no UTF-8,
+    is written with it escaped (``\\ud800``), as it came in, rather than failing the
+    writer and so the server."""
+    message = session_message.message
+    try:
+        text = message.model_dump_json(by_alias=True, exclude_unset=True)
+    except PydanticSerializationError:
+        text = json.dumps(message.model_dump(mode="json", by_alias=True, exclude_unset=True))
     return (text + "\n").encode("utf-8")
 
 

@@ -20,10 +20,12 @@ checked by the core, which refuses them with the CLI's own code and sentence.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import traceback
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import ConnectionLostError, UsageError
@@ -395,6 +397,20 @@ def check_arguments(tool: Tool, arguments: Mapping[str, object]) -> None:
             raise UsageError(f"{tool.name}: {name} must be {expected}, not {_shown(value)}")
 
 
+def integers(tool: Tool, arguments: dict[str, object]) -> dict[str, object]:
+    """``arguments`` with each integral number given to an integer argument as an int:
+    JSON Schema's "integer" is any number without a fraction, so 500.0 is one (a client
+    that validates against the schema sends it), as 500 is."""
+    return {
+        name: int(value)
+        if isinstance(value, float)
+        and value.is_integer()
+        and tool.properties.get(name, {}).get("type") == "integer"
+        else value
+        for name, value in arguments.items()
+    }
+
+
 # ----------------------------------------------------------------------------- calls
 StoreFactory = Callable[[str, "str | None"], "MemoryStore"]
 
@@ -405,8 +421,29 @@ def _open_store(db: str, namespace: str | None) -> MemoryStore:
     return MemoryStore(db, namespace=namespace)
 
 
+def _float(value: float) -> float:
+    """A JSON number as the CLI parses the option: 7 -> 7.0, and an integer too large for
+    a float is infinite (as 1e400 is), which the core refuses by name, not an overflow."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def _rendered(view: str, payload: Any) -> Answer:
     return Answer(markdown.render(view, payload), json_renderer.to_document(view, payload))
+
+
+def _file_identity(path: Path | str) -> tuple[int, int] | None:
+    """Which file a store path names now (device and inode); None for a server's URL or
+    a path with no file."""
+    if isinstance(path, str):
+        return None
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (status.st_dev, status.st_ino)
 
 
 class MemoryServer:
@@ -427,7 +464,7 @@ class MemoryServer:
         self.tokenizer = tokenizer
         self.store_factory = store_factory
         self._store: MemoryStore | None = None
-        self._opened: object = None  # the path or URL _store was opened for
+        self._opened: object = None  # the path or URL _store was opened for, its file
 
     def close(self) -> None:
         if self._store is not None:
@@ -449,11 +486,15 @@ class MemoryServer:
         """The store the CLI would use now, open; the active namespace and session read
         again from state.yaml."""
         path = resolve_store(self.db)
-        if self._store is not None and self._opened != path:
+        # The file itself, not only its name: a store deleted (or deleted and made
+        # again by `nervamem init`) while the server runs would otherwise take the
+        # server's writes into the unlinked file, answered as stored and lost at exit.
+        opened = (path, _file_identity(path))
+        if self._store is not None and self._opened != opened:
             self.close()
         if self._store is None:
             self._store = self.store_factory(os.fspath(path), None)
-            self._opened = path
+            self._opened = (path, _file_identity(path))
         storage = self._store.storage
         storage.namespace_override = self.namespace
         storage.reload_state()
@@ -473,7 +514,7 @@ class MemoryServer:
                 raise UsageError(
                     f"unknown tool {_shown(name)}: use one of {', '.join(TOOLS_BY_NAME)}"
                 )
-            args = dict(arguments or {})
+            args = integers(tool, dict(arguments or {}))
             check_arguments(tool, args)
             args = {key: value for key, value in args.items() if value is not None}
             try:
@@ -508,7 +549,7 @@ class MemoryServer:
             args["kind"],
             args["content"],
             entities=args.get("entities", ()),
-            confidence=float(args.get("confidence", 1.0)),  # as the CLI parses it: 7 -> 7.0
+            confidence=_float(args.get("confidence", 1.0)),
             valid_from=args.get("valid_from"),
             valid_until=args.get("valid_until"),
             supersedes=args.get("supersedes"),
@@ -535,7 +576,7 @@ class MemoryServer:
             kinds=args.get("kinds") or None,
             hops=args.get("hops", 2),
             tokenizer=args.get("tokenizer") or self.tokenizer,
-            min_score=float(args.get("min_score", 0.0)),
+            min_score=_float(args.get("min_score", 0.0)),
             known_at=args.get("known_at"),
         )
         return _rendered("recall", result)
@@ -560,6 +601,11 @@ class MemoryServer:
     def _switch_namespace(self, memory: MemoryStore, args: dict[str, Any]) -> Answer:
         is_new = not memory.has_memories(args["name"])
         answer = _rendered("ns_switch", memory.switch_namespace(args["name"]))
+        if self.namespace is not None:
+            # `nervamem --ns NAME mcp` pins the agent's namespace: the agent switching
+            # moves that pin too, or its next calls would stay in NAME while the switch
+            # said otherwise.
+            self.namespace = answer.document["namespace"]
         if not is_new:
             return answer
         # The CLI's note on stderr, in the answer: a mistyped name starts an empty namespace.

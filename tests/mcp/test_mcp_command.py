@@ -191,3 +191,88 @@ def _recording(opened: list[str]) -> Callable[[str, str | None], Any]:
         return MemoryStore(db, namespace=namespace)
 
     return factory
+
+
+def test_an_integer_too_large_for_a_float_is_out_of_range_not_internal(
+    server: MemoryServer,
+) -> None:
+    """JSON carries integers of any size; confidence and min_score are floats. 10**400 is
+    refused as 1e400 is (bad_input, naming the option), not an OverflowError."""
+    store = server.call("memory_store", {"kind": "fact", "content": "x", "confidence": 10**400})
+    assert store.document["error"]["code"] == "bad_input", store.document
+    assert "confidence inf is outside [0, 1]" in store.document["error"]["message"]
+    recall = server.call("memory_recall", {"query": "x", "min_score": -(10**400)})
+    assert recall.document["error"]["code"] == "bad_input", recall.document
+    assert "--min-score" in recall.document["error"]["message"]
+
+
+def test_an_integral_number_is_an_integer_as_json_schema_says(server: MemoryServer) -> None:
+    """The schemas say "integer", which JSON Schema meets with 500.0 as with 500: a
+    client that checks its arguments against them may send either."""
+    recall = server.call("memory_recall", {"query": "x", "budget_tokens": 60.0, "hops": 1.0})
+    assert not recall.is_error, recall.document
+    assert recall.document["budget_tokens"] == 60
+    timeline = server.call("memory_timeline", {"query": "x", "limit": 5.0})
+    assert not timeline.is_error, timeline.document
+    fraction = server.call("memory_recall", {"query": "x", "budget_tokens": 60.5})
+    assert fraction.document["error"]["code"] == "usage"
+    infinite = server.call("memory_recall", {"query": "x", "budget_tokens": float("inf")})
+    assert infinite.document["error"]["code"] == "usage"
+
+
+def test_the_documented_arguments_are_the_tools_arguments() -> None:
+    """docs/mcp.md's table names each tool's arguments, the required ones in bold: a
+    client's author reads it; an argument the server takes is not left out of it."""
+    import re
+
+    rows = {}
+    for line in (Path(__file__).parents[2] / "docs" / "mcp.md").read_text().splitlines():
+        if match := re.match(r"\| `(memory_\w+)` \|[^|]*\| (.*) \|$", line):
+            rows[match.group(1)] = match.group(2)
+    assert set(rows) == {tool.name for tool in TOOLS}
+    for tool in TOOLS:
+        documented = re.findall(r"`(\w+)`", rows[tool.name])
+        required = re.findall(r"\*\*`(\w+)`\*\*", rows[tool.name])
+        assert sorted(documented) == sorted(tool.properties), tool.name
+        assert sorted(required) == sorted(tool.required), tool.name
+
+
+def test_a_switch_moves_the_namespace_the_server_was_started_in(tmp_path: Path) -> None:
+    """`nervamem --ns pinned mcp`: the agent's memory_switch_namespace answered 'other'
+    but its next calls stayed in 'pinned'. They follow the switch."""
+    memory = MemoryServer(str(tmp_path / "memory.db"), namespace="pinned")
+    try:
+        assert memory.call("memory_stats", {}).document["namespace"] == "pinned"
+        switched = memory.call("memory_switch_namespace", {"name": "other"})
+        assert switched.document["namespace"] == "other"
+        stored = memory.call("memory_store", {"kind": "fact", "content": "after the switch"})
+        assert memory.call("memory_stats", {}).document["namespace"] == "other"
+        assert memory.store().get(stored.document["id"], namespace="other") is not None
+        refused = memory.call("memory_switch_namespace", {"name": "not a name"})
+        assert refused.is_error
+        assert memory.call("memory_stats", {}).document["namespace"] == "other"
+    finally:
+        memory.close()
+
+
+def test_a_store_deleted_and_made_again_while_serving_gets_the_next_write(
+    tmp_path: Path,
+) -> None:
+    """`rm -r .nervapack && nervamem init` while the server runs: the server kept its
+    connection to the unlinked file, answered the next memory_store as stored, and the
+    memory was gone when it stopped. It opens the store the path names now."""
+    from nervamem import MemoryStore
+
+    db = tmp_path / "project" / "memory.db"
+    memory = MemoryServer(str(db))
+    try:
+        assert not memory.call("memory_store", {"kind": "fact", "content": "first"}).is_error
+        for leftover in db.parent.iterdir():
+            leftover.unlink()
+        runner.invoke(app, ["--db", str(db), "init"])
+        stored = memory.call("memory_store", {"kind": "fact", "content": "after the reset"})
+        assert not stored.is_error, stored.document
+    finally:
+        memory.close()
+    with MemoryStore(db) as store:
+        assert store.get(stored.document["id"]).content == "after the reset"

@@ -152,6 +152,30 @@ def test_bytes_that_are_not_utf8_become_replacement_characters(server: RawServer
     assert "caf\ufffd" in reply["result"]["content"][0]["text"]
 
 
+def test_a_lone_surrogate_escape_is_answered_not_dropped(db: Path) -> None:
+    """json.dumps writes a lone surrogate as the escape \\ud800, valid JSON that the SDK's
+    parser refuses: the SDK's transport drops the request and its client waits forever.
+    nervamem's answers it: the core refuses the text, and an answer that echoes it (a
+    path) comes back with the escape it came in with; the server goes on."""
+    server = RawServer(db, "nervamem")
+    try:
+        server.handshake()
+        store = {"name": "memory_store", "arguments": {"kind": "fact", "content": "a\ud800b"}}
+        server.send(server.request("tools/call", store))
+        reply = server.reply()
+        assert reply["id"] == server.next_id and reply["result"]["isError"]
+        error = reply["result"]["structuredContent"]["error"]
+        assert (error["code"], error["message"]) == ("bad_input", "content is not valid UTF-8 text")
+        code_for = {"name": "memory_for_code", "arguments": {"file_path": "\ud800"}}
+        server.send(server.request("tools/call", code_for))
+        reply = server.reply()
+        assert reply["id"] == server.next_id
+        assert reply["result"]["structuredContent"]["file_path"] == "\ud800"
+        server.ping()
+    finally:
+        assert server.close() == 0
+
+
 def test_a_line_longer_than_a_read_and_a_pipe_buffer(server: RawServer) -> None:
     # 300 kB in one message: several reads of the transport and a full pipe on the way.
     name = "x" * 300_000
@@ -277,3 +301,34 @@ def test_an_idle_server_writes_its_access_counts(tmp_path: Path) -> None:
         assert raw.process.poll() is None  # still serving
     finally:
         assert raw.close() == 0
+
+
+def test_a_client_that_stops_reading_ends_the_server_cleanly(tmp_path: Path) -> None:
+    """A client that closes its end of the server's output (or exits) can get no answer:
+    the server stops as at the end of its input, with status 0, the calls it ran
+    committed and their access counts written, not with an internal error."""
+    import sqlite3
+    from contextlib import closing
+
+    db = tmp_path / "memory.db"
+    with MemoryStore(db) as memory:
+        shown = memory.store("fact", "The caf\u00e9 on the corner opens at seven")
+    raw = RawServer(db, "nervamem")
+    assert raw.process.stdin is not None and raw.process.stdout is not None
+    raw.handshake()
+    raw.process.stdout.close()
+    store = {"name": "memory_store", "arguments": {"kind": "fact", "content": "written"}}
+    raw.send(raw.request("tools/call", store))
+    raw.send(recall_line(raw, b"corner cafe"))
+    try:
+        assert raw.process.wait(timeout=WAIT) == 0  # its input still open
+    finally:
+        if raw.process.poll() is None:
+            raw.process.kill()
+            raw.process.wait()
+        raw.process.stdin.close()
+    with closing(sqlite3.connect(db)) as conn:
+        (stored,) = conn.execute("SELECT count(*) FROM mem_nodes WHERE content = 'written'")
+        (count,) = conn.execute("SELECT access_count FROM mem_nodes WHERE id = ?", (shown,))
+    assert stored == (1,)
+    assert count == (1,)
