@@ -4,10 +4,12 @@ ID source so that IDs and times in snapshots are deterministic (no matcher that 
 anything).
 
 Engines: a test that uses ``store``, ``make_store``, ``cli`` or ``db_path`` (all
-through the ``engine`` fixture) runs once per engine in tests/core, tests/cli and
-tests/mcp, with the same assertions and the same snapshots: the same output on both is
-the point. Elsewhere, or marked ``sqlite_only`` (a test about the SQLite file itself:
-its WAL, its folder, state.yaml), it runs on SQLite only. PostgreSQL tests are skipped
+through the ``engine`` fixture) runs once per engine when it is marked
+``both_engines`` (most modules say so in their ``pytestmark``), with the same assertions
+and the same snapshots: the same output on both is the point. Marked ``sqlite_only`` (a
+test about the SQLite file itself: its WAL, its folder, state.yaml) or unmarked, it runs
+on SQLite only; marked ``postgresql_only``, on the server only. The mark, not the folder
+a test sits in, decides. PostgreSQL tests are skipped
 with the reason only when the server cannot be started; under CI=true they fail instead.
 """
 
@@ -73,19 +75,17 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-BOTH_ENGINES_UNDER = ("core", "cli", "mcp")
 ENGINES = ("sqlite", "postgresql")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "engine" not in metafunc.fixturenames:
         return
-    folder = Path(str(metafunc.definition.fspath)).parent.name
     if metafunc.definition.get_closest_marker("postgresql_only"):
         engines: tuple[str, ...] = ("postgresql",)
     elif metafunc.definition.get_closest_marker("sqlite_only"):
         engines = ("sqlite",)
-    elif folder in BOTH_ENGINES_UNDER:
+    elif metafunc.definition.get_closest_marker("both_engines"):
         engines = ENGINES
     else:
         engines = ("sqlite",)

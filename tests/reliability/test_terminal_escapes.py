@@ -22,7 +22,7 @@ import pytest
 
 from nervamem import BadInputError, MemoryStore
 from nervamem.recall.tokens import get_counter
-from tests.core.test_codegraph import edit, make_repo
+from tests.code.test_codegraph import edit, make_repo
 
 Run = Callable[..., Any]
 
