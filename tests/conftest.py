@@ -7,9 +7,10 @@ Engines: a test that uses ``store``, ``make_store``, ``cli`` or ``db_path`` (all
 through the ``engine`` fixture) runs once per engine when it is marked
 ``both_engines`` (most modules say so in their ``pytestmark``), with the same assertions
 and the same snapshots: the same output on both is the point. Marked ``sqlite_only`` (a
-test about the SQLite file itself: its WAL, its folder, state.yaml) or unmarked, it runs
-on SQLite only; marked ``postgresql_only``, on the server only. The mark, not the folder
-a test sits in, decides. PostgreSQL tests are skipped
+test about the SQLite file itself: its WAL, its folder, state.yaml) it runs on SQLite
+only; marked ``postgresql_only``, on the server only. The mark, not the folder a test
+sits in, decides, and a test that takes a store without one of the three is refused at
+collection. PostgreSQL tests are skipped
 with the reason only when the server cannot be started; under CI=true they fail instead.
 """
 
@@ -30,6 +31,8 @@ from typer.testing import CliRunner
 from nervamem import MemoryStore
 from nervamem.cli import app as cli_app
 from nervamem.cli import context as cli_context
+
+pytest_plugins = ("pytester",)  # tests/test_engine_marks.py
 
 START = datetime(2026, 7, 3, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -88,7 +91,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     elif metafunc.definition.get_closest_marker("both_engines"):
         engines = ENGINES
     else:
-        engines = ("sqlite",)
+        # Which engines a test runs on is said, not inferred: a new module that takes a
+        # store must choose, so that PostgreSQL is never left out by accident.
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid} takes a store (the engine fixture) but is not"
+            " marked both_engines, sqlite_only or postgresql_only"
+        )
     metafunc.parametrize("engine", engines, indirect=True)
 
 

@@ -36,6 +36,8 @@ from .test_hostile_input import (
     assert_reads_work_and_writes_refuse,
 )
 
+pytestmark = pytest.mark.sqlite_only  # not yet run against PostgreSQL
+
 Run = Callable[..., Any]
 LONG = "a" * 300
 NO_SUCH_USER = "nervamem-no-such-user-19"
