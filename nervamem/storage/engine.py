@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from .common import PendingWrites
     from .event_log import EventLog
 
+# What a store asks for the time: a test passes a fixed one.
+Clock = Callable[[], datetime]
+
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
 # The tail of an INSERT into mem_edges that leaves an edge already there alone. On

@@ -22,7 +22,7 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,7 +39,7 @@ from ..locate import resolve_db_path, shown_path
 from ..state import State, load_state, validate_namespace
 from ..state import save_state as write_state_file
 from .common import StorageBase, env_whole_number
-from .engine import SQLITE
+from .engine import SQLITE, Clock
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from .event_log import EventLog
     from .write_queue import WriteQueue
 
-Clock = Callable[[], datetime]
 DEFAULT_BUSY_TIMEOUT_MS = 15_000
 CACHE_KIB = 65_536
 ENV_BUSY_TIMEOUT = "NERVAMEM_BUSY_TIMEOUT_MS"

@@ -25,7 +25,8 @@ from nervamem.errors import (
     StoreError,
     StoreLockedError,
 )
-from nervamem.storage.postgres import shown_url, translate, url_without_password
+from nervamem.locate import shown_url, url_without_password
+from nervamem.storage.postgres import translate
 from nervamem.storage.postgres_schema import MIGRATIONS, SCHEMA_VERSION
 from tests.conftest import store_fingerprint
 
