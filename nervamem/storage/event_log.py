@@ -64,7 +64,7 @@ BEGIN INSERT INTO nervamem_outbox (change) VALUES (json_object(
     'namespace', new.namespace, 'valid_from', new.valid_from, 'valid_until', new.valid_until,
     'recorded_at', new.recorded_at, 'confidence', new.confidence, 'data', json(new.data)));
 END""",
-    # On mem_links, the table behind the view mem_edges (migrations.m007_edges_by_seq):
+    # On mem_links, the table behind the view mem_edges (migrations.key_edges_by_seq):
     # the edge as mem_edges shows it.
     """CREATE TEMP TRIGGER IF NOT EXISTS nervamem_event_edge AFTER INSERT ON main.mem_links
 BEGIN INSERT INTO nervamem_outbox (change) SELECT json_object(

@@ -321,32 +321,26 @@ class PostgresStorage(StorageBase):
         return conn
 
     def _migrate(self, conn: PgConnection) -> None:
-        from .postgres_schema import (
-            MIGRATIONS,
-            SCHEMA_VERSION,
-            applied_version,
-            create_migrations_table,
-        )
+        from .postgres_schema import MIGRATIONS
 
-        if not self.must_migrate(applied_version(conn), SCHEMA_VERSION):
-            return
-        with self.transaction():
-            # Under the write lock: two processes opening a new database at once
-            # migrate it once.
-            create_migrations_table(conn)
-            # Again under the lock: another process may have migrated it meanwhile.
-            version = applied_version(conn)
-            if not self.must_migrate(version, SCHEMA_VERSION):
-                return
-            self.created = version == 0
-            for index, (name, migrate) in enumerate(MIGRATIONS, start=1):
-                if index <= version:
-                    continue
-                migrate(conn)
-                conn.execute(
-                    "INSERT INTO mem_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                    (index, name, self.now()),
-                )
+        self.migrate_schema(conn, MIGRATIONS)
+
+    def schema_version(self, conn: PgConnection) -> int:
+        from .postgres_schema import applied_version
+
+        return applied_version(conn)
+
+    def prepare_migrations(self, conn: PgConnection, version: int) -> None:
+        from .postgres_schema import create_migrations_table
+
+        create_migrations_table(conn)
+        self.created = version == 0
+
+    def record_migration(self, conn: PgConnection, number: int, name: str) -> None:
+        conn.execute(
+            "INSERT INTO mem_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+            (number, name, self.now()),
+        )
 
     def close(self) -> None:
         if self._connection is not None:

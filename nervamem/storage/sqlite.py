@@ -208,33 +208,29 @@ class Storage(StorageBase):
         return conn
 
     def _migrate(self) -> None:
-        version = int(self.connection.execute("PRAGMA user_version").fetchone()[0])
-        if not self.must_migrate(version, SCHEMA_VERSION):
-            return
-        if self.read_only:
-            raise StoreError(f"{self.path} is read-only and needs a schema upgrade")
-        with self.transaction():
-            version = int(self.connection.execute("PRAGMA user_version").fetchone()[0])
-            if (
-                version == 0
-                and self.connection.execute(
-                    "SELECT 1 FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' LIMIT 1"
-                ).fetchone()
-            ):
-                raise StoreError(f"{self.path} is an SQLite database, but not a nervamem store")
-            self.connection.execute(
-                "CREATE TABLE IF NOT EXISTS mem_migrations "
-                "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-            )
-            for index, (name, migrate) in enumerate(MIGRATIONS, start=1):
-                if index <= version:
-                    continue
-                migrate(self.connection)
-                self.connection.execute(
-                    "INSERT INTO mem_migrations (name, applied_at) VALUES (?, ?)",
-                    (name, self.now()),
-                )
-                self.connection.execute(f"PRAGMA user_version = {index}")
+        self.migrate_schema(self.connection, MIGRATIONS)
+
+    def schema_version(self, conn: sqlite3.Connection) -> int:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def prepare_migrations(self, conn: sqlite3.Connection, version: int) -> None:
+        if (
+            version == 0
+            and conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' LIMIT 1"
+            ).fetchone()
+        ):
+            raise StoreError(f"{self.path} is an SQLite database, but not a nervamem store")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS mem_migrations "
+            "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+
+    def record_migration(self, conn: sqlite3.Connection, number: int, name: str) -> None:
+        conn.execute(
+            "INSERT INTO mem_migrations (name, applied_at) VALUES (?, ?)", (name, self.now())
+        )
+        conn.execute(f"PRAGMA user_version = {number}")
 
     def commit_bookkeeping(self, recalls: int = 1, *, closing: bool = False) -> None:
         """COMMIT the access counts of ``recalls`` recalls (recall/access_counts.py).
