@@ -13,7 +13,7 @@ import pytest
 
 from nervamem import MemoryStore
 from nervamem.storage import engine, migrations, postgres_schema, sqlite
-from tests.core.test_edges_by_seq import populate
+from tests.storage.test_edges_by_seq import populate
 
 pytestmark = pytest.mark.sqlite_only  # the SQLite file's own tables
 
