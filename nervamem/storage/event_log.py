@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from datetime import datetime
 
     from .dbapi import Connection
@@ -204,6 +204,9 @@ class EventLog:
         self.suppressed = False
         # Event files that hold purged content: removed once the purge commits.
         self.to_remove: list[Path] = []
+        # Whether a commit of git's history holds one of the files last removed (the
+        # purge's note about history says so only then); None: git could not tell.
+        self.removed_in_history: bool | None = False
         self._author: str | None | bool = False  # False: not looked up yet
 
     def begin(self, conn: sqlite3.Connection) -> None:
@@ -230,20 +233,59 @@ class EventLog:
         applied once by its IDs, so stating it twice changes nothing.
 
         Finding the files reads every event file (:meth:`files_naming`)."""
-        gone = set(purged)
-        keep = [
-            change
-            for changes in self.files_naming(gone)
-            for change in changes
-            if isinstance(change, dict) and not gone.intersection(named_ids(change))
-        ]
-        rows = [canonical_json(change) for change in keep]
-        rows += [canonical_json({"type": "purge", "id": node_id}) for node_id in purged]
-        conn.executemany(
-            "INSERT INTO temp.nervamem_outbox (change) VALUES (?)", [(row,) for row in rows]
-        )
+        self._restate(conn, set(purged), self.files_naming(set(purged)), purged)
         conn.executemany(
             "INSERT OR IGNORE INTO mem_purged (node_id) VALUES (?)", [(i,) for i in purged]
+        )
+
+    def take_out(self, conn: Connection, purged: set[str], files: dict[Path, set[str]]) -> None:
+        """Inside a write transaction: event files that name nodes this clone purged,
+        back in the folder (a checkout of an older commit, a stash, a rebase), go again
+        as the purge made them go: removed once this commits, what else they held stated
+        again in this transaction's event, with a purge change for each purged node they
+        name, so that a commit on this branch carries the purge too. ``files``: each
+        file and the purged nodes it names."""
+        held: list[list[Any]] = []
+        for path in files:
+            try:
+                changes = json.loads(path.read_text(encoding="utf-8"))["changes"]
+            except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+                changes = []
+            held.append(changes if isinstance(changes, list) else [])
+            self.to_remove.append(path)
+        named = sorted(set().union(*files.values()))
+        self._restate(conn, purged, held, named)
+
+    def _restate(
+        self, conn: Connection, gone: set[str], held: list[list[Any]], purged: Sequence[str]
+    ) -> None:
+        """The changes of the files to remove that name none of ``gone``, and a purge
+        change for each of ``purged``, into this transaction's event; the files' events
+        are no longer held, nor journalled with the purged content."""
+        keep = [
+            change
+            for changes in held
+            for change in changes
+            if isinstance(change, dict)
+            and change.get("type") != "purge"
+            and not gone.intersection(named_ids(change))
+        ]
+        # A purge change the files held is stated again too (it names a purged node,
+        # but holds none of its content): the purge must not be lost with its file.
+        keep += [
+            change
+            for changes in held
+            for change in changes
+            if isinstance(change, dict) and change.get("type") == "purge"
+        ]
+        rows = [canonical_json(change) for change in keep]
+        rows += [
+            row
+            for row in (canonical_json({"type": "purge", "id": node_id}) for node_id in purged)
+            if row not in rows
+        ]
+        conn.executemany(
+            "INSERT INTO temp.nervamem_outbox (change) VALUES (?)", [(row,) for row in rows]
         )
         # The files go: this store no longer holds their events (so that sync does not
         # take their absence for a checkout); what they held is restated above.
@@ -281,6 +323,7 @@ class EventLog:
             path.unlink(missing_ok=True)
         if removed:
             unstage(self.folder, removed)
+            self.removed_in_history = in_history(self.folder, removed)
 
     def after_rollback(self) -> None:
         self.to_remove = []
@@ -425,6 +468,28 @@ def unstage(folder: Path, paths: list[Path]) -> None:
         )
     except (OSError, subprocess.SubprocessError):
         pass
+
+
+def in_history(folder: Path, paths: list[Path]) -> bool | None:
+    """Whether any commit of the repository holds one of ``paths``: False in a
+    repository with no commits (or none that touched them), None where git cannot say
+    (no git, no repository, a time-out)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(folder), "rev-list", "--all", "-n", "1", "--"]
+            + [str(path) for path in paths],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return bool(done.stdout.strip())
 
 
 # Linux writes a dirty page back within 30 s (vm.dirty_expire_centisecs): a file written a
