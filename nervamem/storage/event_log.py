@@ -233,20 +233,30 @@ class EventLog:
         applied once by its IDs, so stating it twice changes nothing.
 
         Finding the files reads every event file (:meth:`files_naming`)."""
-        self._restate(conn, set(purged), self.files_naming(set(purged)), purged)
+        rows = self._restate(conn, set(purged), self.files_naming(set(purged)), purged)
+        conn.executemany(
+            "INSERT INTO temp.nervamem_outbox (change) VALUES (?)", [(row,) for row in rows]
+        )
         conn.executemany(
             "INSERT OR IGNORE INTO mem_purged (node_id) VALUES (?)", [(i,) for i in purged]
         )
 
     def take_out(self, conn: Connection, purged: set[str], files: dict[Path, set[str]]) -> None:
-        """Inside a write transaction: event files that name nodes this clone purged,
-        back in the folder (a checkout of an older commit, a stash, a rebase), go again
-        as the purge made them go: removed once this commits, what else they held stated
-        again in this transaction's event, with a purge change for each purged node they
-        name, so that a commit on this branch carries the purge too. ``files``: each
-        file and the purged nodes it names."""
+        """Inside a write transaction: event files that hold the text of nodes this
+        clone purged, back in the folder (a checkout of an older commit, a stash, a
+        rebase), go again as the purge made them go: removed once this commits, what
+        else they held stated again in a new event, with a purge change for each purged
+        node they name, so that a commit on this branch carries the purge too.
+        ``files``: each file and the purged nodes whose text it holds.
+
+        The new event is the same file on every clone that takes out the same files
+        (its ID made from what it holds and the time of the latest of them, no author):
+        teammates who check out the same old commit write one file, which git merges
+        without a conflict, not one each."""
+        from hashlib import sha256  # here: importing hashlib costs ~4 ms, a sync never needs it
+
         held: list[list[Any]] = []
-        for path in files:
+        for path in sorted(files):
             try:
                 changes = json.loads(path.read_text(encoding="utf-8"))["changes"]
             except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
@@ -254,14 +264,19 @@ class EventLog:
             held.append(changes if isinstance(changes, list) else [])
             self.to_remove.append(path)
         named = sorted(set().union(*files.values()))
-        self._restate(conn, purged, held, named)
+        rows = self._restate(conn, purged, held, named)
+        changes = nodes_first([json.loads(row) for row in rows])
+        digest = sha256(canonical_json(changes).encode("utf-8")).hexdigest()[:16]
+        latest = max(int(path.name[3:16], 16) for path in files)
+        event_id = f"ev_{latest:013x}{digest}"
+        self.write_event(conn, event_id, _time_of(event_id), changes, signed=False)
 
     def _restate(
         self, conn: Connection, gone: set[str], held: list[list[Any]], purged: Sequence[str]
-    ) -> None:
+    ) -> list[str]:
         """The changes of the files to remove that name none of ``gone``, and a purge
-        change for each of ``purged``, into this transaction's event; the files' events
-        are no longer held, nor journalled with the purged content."""
+        change for each of ``purged``, as canonical JSON: what is to be stated again.
+        The files' events are no longer held, nor journalled with the purged content."""
         keep = [
             change
             for changes in held
@@ -284,9 +299,6 @@ class EventLog:
             for row in (canonical_json({"type": "purge", "id": node_id}) for node_id in purged)
             if row not in rows
         ]
-        conn.executemany(
-            "INSERT INTO temp.nervamem_outbox (change) VALUES (?)", [(row,) for row in rows]
-        )
         # The files go: this store no longer holds their events (so that sync does not
         # take their absence for a checkout); what they held is restated above.
         conn.executemany(
@@ -296,6 +308,7 @@ class EventLog:
         conn.executemany(
             "DELETE FROM mem_event_journal WHERE instr(body, ?) > 0", [(i,) for i in purged]
         )
+        return rows
 
     def files_naming(self, node_ids: set[str]) -> list[list[Any]]:
         """Schedule for removal, once the transaction commits, every event file that
@@ -359,10 +372,12 @@ class EventLog:
 
     def write_event(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         event_id: str,
         recorded_at: str,
         changes: list[dict[str, Any]],
+        *,
+        signed: bool = True,
     ) -> Path:
         """Write one event file and record, in the open transaction, that the store holds
         it. The caller removes the file if its transaction does not commit.
@@ -383,9 +398,9 @@ class EventLog:
             "id": event_id,
             "recorded_at": recorded_at,
         }
-        if self._author is False:
+        if signed and self._author is False:
             self._author = event_author(self.folder.parent)
-        if isinstance(self._author, str):
+        if signed and isinstance(self._author, str):
             event["author"] = self._author
         text = canonical_json(event)
         path = event_path(self.folder, event_id, recorded_at)
