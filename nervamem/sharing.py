@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -734,10 +735,11 @@ def _import_files(
     # After the import, which skipped what these files say about purged nodes: the
     # purges it brought count too.
     purged_ids = {row[0] for row in conn.execute("SELECT node_id FROM mem_purged")}
+    tails = {node_id.split("_", 1)[-1] for node_id in purged_ids}
     named_purged = {
         path: named
         for path, (_, text) in zip(paths, texts, strict=True)
-        if (named := purged_named_by(text, purged_ids))
+        if (named := purged_named_by(text, purged_ids, tails))
     }
     with storage.transaction():
         # A folder is marked read only when all of it was imported: a problem event is
@@ -768,9 +770,16 @@ def _import_files(
 _CONTENT_KEYS = {"node": "id", "alias": "entity_id", "data": "id"}
 
 
-def purged_named_by(text: str, purged_ids: set[str]) -> set[str]:
-    """The purged nodes whose text an event's text holds (:data:`_CONTENT_KEYS`)."""
-    if not purged_ids or not any(node_id in text for node_id in purged_ids):
+# The part of a node ID after its kind's prefix: one pass of this over an event's text
+# finds whether it names any purged node, where a search for each purged ID in turn
+# cost a rebuild of 100k files 40 s with 100 purges.
+_ID_TAIL = re.compile(r"_([0-9a-f]{29})")
+
+
+def purged_named_by(text: str, purged_ids: set[str], purged_tails: set[str]) -> set[str]:
+    """The purged nodes whose text an event's text holds (:data:`_CONTENT_KEYS`);
+    ``purged_tails``: the same IDs without their prefixes (:data:`_ID_TAIL`)."""
+    if not purged_tails or purged_tails.isdisjoint(_ID_TAIL.findall(text)):
         return set()
     try:
         changes = json.loads(text).get("changes")
