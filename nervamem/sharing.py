@@ -731,27 +731,31 @@ def _import_files(
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or exc
             problems.append(_problem(source, f"unreadable ({reason})"))
+    purged_before = {row[0] for row in conn.execute("SELECT node_id FROM mem_purged")}
     result = import_events(storage, texts, scrub=scrub)
     # After the import, which skipped what these files say about purged nodes: the
     # purges it brought count too.
     purged_ids = {row[0] for row in conn.execute("SELECT node_id FROM mem_purged")}
-    tails = {node_id.split("_", 1)[-1] for node_id in purged_ids}
-    named_purged = {
-        path: named
-        for path, (_, text) in zip(paths, texts, strict=True)
-        if (named := purged_named_by(text, purged_ids, tails))
-    }
+    named_purged = _files_holding(zip(paths, [text for _, text in texts], strict=True), purged_ids)
+    if purged_ids - purged_before:
+        # A purge that arrived now: files this cache read at earlier syncs may hold
+        # its node's text too (git removes them when it merges the purger's commit,
+        # not when the file came another way).
+        named_purged.update(
+            _files_holding(_read_other_files(log.folder, set(paths)), purged_ids - purged_before)
+        )
     with storage.transaction():
         # A folder is marked read only when all of it was imported: a problem event is
         # reported again at the next sync (fixed or still broken), never forgotten.
+        # Either way it is recorded as one this cache holds events of (an empty stamp:
+        # to be read again), so that its removal by a checkout is noticed.
         failed = {p.source.rsplit("/", 1)[0] for p in (*problems, *result.problems)}
         conn.executemany(
             "INSERT INTO mem_event_folders (folder, stamp) VALUES (?, ?) "
             "ON CONFLICT (folder) DO UPDATE SET stamp = excluded.stamp",
             [
-                (month, stamps[month])
+                (month, "" if month in failed or _racy(stamps[month]) else stamps[month])
                 for month in to_read
-                if month not in failed and not _racy(stamps[month])
             ],
         )
     report = _report(
@@ -791,6 +795,24 @@ def purged_named_by(text: str, purged_ids: set[str], purged_tails: set[str]) -> 
         if key is not None and change.get(key) in purged_ids:
             named.add(change[key])
     return named
+
+
+def _files_holding(files: Iterable[tuple[Path, str]], purged_ids: set[str]) -> dict[Path, set[str]]:
+    """Of these event files and their texts, those that hold purged nodes' text."""
+    tails = {node_id.split("_", 1)[-1] for node_id in purged_ids}
+    return {
+        path: named for path, text in files if (named := purged_named_by(text, purged_ids, tails))
+    }
+
+
+def _read_other_files(folder: Path, read: set[Path]) -> Iterator[tuple[Path, str]]:
+    """Every event file under ``folder`` but those in ``read``, with its text."""
+    for _, path in event_files(folder):
+        if path not in read:
+            try:
+                yield path, path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
 
 
 def _take_out_purged(storage: Storage, log: EventLog, named_purged: dict[Path, set[str]]) -> None:
