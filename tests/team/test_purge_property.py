@@ -15,7 +15,7 @@ import secrets
 import tempfile
 from pathlib import Path
 
-from hypothesis import Phase, event, given, settings
+from hypothesis import Phase, event, example, given, settings
 from hypothesis import strategies as st
 
 from nervamem.errors import NervamemError
@@ -165,6 +165,26 @@ def _holds(clone: Clone, node_id: str) -> bool:
 # (tests/team/test_git_property.py).
 @settings(max_examples=10, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(steps=st.lists(step, min_size=8, max_size=28), seed=st.integers(0, 2**32))
+# The report, on the purger and on a teammate who pulled the purge.
+@example(
+    steps=[
+        ("store_two", 0, 0),
+        ("push", 0, 0),
+        ("pull", 1, 0),
+        ("purge_and_go_back", 0, 1),
+        ("rebuild", 0, 0),
+        ("stash", 0, 0),
+        ("unstash", 0, 0),
+        ("checkout_main", 0, 0),
+        ("push", 0, 0),
+        ("pull", 1, 0),
+        ("checkout_old", 1, 0),
+        ("rebase", 1, 0),
+        ("fresh_clone", 0, 0),
+        ("rebuild", 2, 0),
+    ],
+    seed=7,
+)
 def test_no_clone_ever_gets_back_what_it_purged(
     steps: list[tuple[str, int, int]], seed: int
 ) -> None:
