@@ -175,19 +175,36 @@ def hand_over_aliases(storage: Storage, owned: list[tuple[str, str]]) -> None:
 
 def entities_only_named_by(storage: Storage, memories: tuple[str, ...]) -> tuple[str, ...]:
     """Entities that exist only because these memories (a purged one and its folded
-    duplicates) named them: created by the same write as one of them (one clock reading
-    per transaction, so the same recorded_at) and linked to nothing else. A purge
-    removes them too, or the name of a person or a secret would stay recallable. An
-    entity stored on its own, or named by any other memory, stays."""
+    duplicates) named them: linked to nothing else, and created by the write of a memory
+    that named them, one of these (one clock reading per transaction, so the same
+    recorded_at) or one purged before (one clock reading, so the same time in its ID).
+    A purge removes them too, or the name of a person or a secret would stay
+    recallable, whichever of the memories that named it was purged last. An entity
+    stored on its own, or named by any other memory, stays."""
     marks = ",".join("?" * len(memories))
     rows = storage.connection.execute(
-        "SELECT DISTINCT ent.id FROM mem_edges e JOIN mem_nodes ent ON ent.id = e.dst "
+        "SELECT DISTINCT ent.id, ent.recorded_at = purged.recorded_at "
+        "FROM mem_edges e JOIN mem_nodes ent ON ent.id = e.dst "
         "JOIN mem_nodes purged ON purged.id = e.src "
         f"WHERE e.src IN ({marks}) AND e.kind = 'ABOUT' AND ent.kind = 'entity' "
-        "AND ent.recorded_at = purged.recorded_at "
         f"AND NOT EXISTS (SELECT 1 FROM mem_edges o WHERE o.dst = ent.id "
         f"AND o.src NOT IN ({marks})) "
         "AND NOT EXISTS (SELECT 1 FROM mem_edges o WHERE o.src = ent.id) ORDER BY ent.id",
         (*memories, *memories),
     ).fetchall()
-    return tuple(str(row[0]) for row in rows)
+    same_write = {str(row[0]) for row in rows if row[1]}
+    if len(same_write) < len({row[0] for row in rows}):
+        # The memory whose write created the entity may be gone already, purged while
+        # another memory still named the entity: its ID keeps the time of that write.
+        purged_writes = {
+            _id_time(str(row[0]))
+            for row in storage.connection.execute("SELECT node_id FROM mem_purged")
+            if not str(row[0]).startswith("e_")
+        }
+        same_write.update(str(row[0]) for row in rows if _id_time(str(row[0])) in purged_writes)
+    return tuple(sorted(same_write))
+
+
+def _id_time(node_id: str) -> str:
+    """The 13 hex digits of milliseconds in a node ID (ids.py), the moment of its write."""
+    return node_id.split("_", 1)[-1][:13]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -670,9 +671,20 @@ def sync(storage: Storage, *, full: bool = False, rebuild: bool = False) -> Sync
     return _sync_files(storage, log, full=full)
 
 
-def _sync_files(storage: Storage, log: EventLog, *, full: bool, scrub: bool = True) -> SyncReport:
-    """sync's import of the event files (``scrub``: VACUUM after a purge among them;
-    not inside a caller's transaction, which scrubs after its commit)."""
+def _sync_files(storage: Storage, log: EventLog, *, full: bool) -> SyncReport:
+    """sync's import of the event files, then the removal of those that name a node
+    this clone purged (:func:`_take_out_purged`)."""
+    report, named_purged = _import_files(storage, log, full=full, scrub=True)
+    _take_out_purged(storage, log, named_purged)
+    return report
+
+
+def _import_files(
+    storage: Storage, log: EventLog, *, full: bool, scrub: bool
+) -> tuple[SyncReport, dict[Path, set[str]]]:
+    """The import of the event files (``scrub``: VACUUM after a purge among them; not
+    inside a caller's transaction, which scrubs after its commit), and the files read
+    that name nodes this clone purged, with those nodes."""
     conn = storage.connection
     recorded = dict(conn.execute("SELECT folder, stamp FROM mem_event_folders").fetchall())
     stamps: dict[str, str] = {}
@@ -689,7 +701,7 @@ def _sync_files(storage: Storage, log: EventLog, *, full: bool, scrub: bool = Tr
         # them, a reset, a stash): what they said cannot be taken back one by one, so
         # the cache is made again from the files there are.
         rebuilt = _rebuild(storage, log)
-        return _report(
+        report = _report(
             rebuilt.imported,
             rebuilt.already,
             rebuilt.problems,
@@ -697,8 +709,9 @@ def _sync_files(storage: Storage, log: EventLog, *, full: bool, scrub: bool = Tr
             rebuilt.purged,
             rebuilt=True,
         )
+        return report, {}
     if not to_read:
-        return _report(0, 0, (), 0)
+        return _report(0, 0, (), 0), {}
     unseen: list[tuple[str, Path]] = []
     for month in to_read:
         names = listing[month]
@@ -709,34 +722,111 @@ def _sync_files(storage: Storage, log: EventLog, *, full: bool, scrub: bool = Tr
             if name not in known
         )
     texts: list[tuple[str, str]] = []
+    paths: list[Path] = []
     problems: list[EventProblem] = []
     for source, path in unseen:
         try:
             texts.append((source, path.read_text(encoding="utf-8")))
+            paths.append(path)
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or exc
             problems.append(_problem(source, f"unreadable ({reason})"))
+    purged_before = {row[0] for row in conn.execute("SELECT node_id FROM mem_purged")}
     result = import_events(storage, texts, scrub=scrub)
+    # After the import, which skipped what these files say about purged nodes: the
+    # purges it brought count too.
+    purged_ids = {row[0] for row in conn.execute("SELECT node_id FROM mem_purged")}
+    named_purged = _files_holding(zip(paths, [text for _, text in texts], strict=True), purged_ids)
+    if purged_ids - purged_before:
+        # A purge that arrived now: files this cache read at earlier syncs may hold
+        # its node's text too (git removes them when it merges the purger's commit,
+        # not when the file came another way).
+        named_purged.update(
+            _files_holding(_read_other_files(log.folder, set(paths)), purged_ids - purged_before)
+        )
     with storage.transaction():
         # A folder is marked read only when all of it was imported: a problem event is
         # reported again at the next sync (fixed or still broken), never forgotten.
+        # Either way it is recorded as one this cache holds events of (an empty stamp:
+        # to be read again), so that its removal by a checkout is noticed.
         failed = {p.source.rsplit("/", 1)[0] for p in (*problems, *result.problems)}
         conn.executemany(
             "INSERT INTO mem_event_folders (folder, stamp) VALUES (?, ?) "
             "ON CONFLICT (folder) DO UPDATE SET stamp = excluded.stamp",
             [
-                (month, stamps[month])
+                (month, "" if month in failed or _racy(stamps[month]) else stamps[month])
                 for month in to_read
-                if month not in failed and not _racy(stamps[month])
             ],
         )
-    return _report(
+    report = _report(
         result.imported,
         result.already,
         tuple(sorted((*problems, *result.problems))),
         len(to_read),
         result.purged,
     )
+    return report, named_purged
+
+
+# The changes that hold a node's text: its content, an entity's names, its data (a
+# session's summary). An edge or a tombstone names a node by its ID only, and a purge
+# change is what is to stay.
+_CONTENT_KEYS = {"node": "id", "alias": "entity_id", "data": "id"}
+
+
+# The part of a node ID after its kind's prefix: one pass of this over an event's text
+# finds whether it names any purged node, where a search for each purged ID in turn
+# cost a rebuild of 100k files 40 s with 100 purges.
+_ID_TAIL = re.compile(r"_([0-9a-f]{29})")
+
+
+def purged_named_by(text: str, purged_ids: set[str], purged_tails: set[str]) -> set[str]:
+    """The purged nodes whose text an event's text holds (:data:`_CONTENT_KEYS`);
+    ``purged_tails``: the same IDs without their prefixes (:data:`_ID_TAIL`)."""
+    if not purged_tails or purged_tails.isdisjoint(_ID_TAIL.findall(text)):
+        return set()
+    try:
+        changes = json.loads(text).get("changes")
+    except (ValueError, RecursionError, AttributeError):
+        return set()
+    named: set[str] = set()
+    for change in changes if isinstance(changes, list) else ():
+        key = _CONTENT_KEYS.get(str(change.get("type"))) if isinstance(change, dict) else None
+        if key is not None and change.get(key) in purged_ids:
+            named.add(change[key])
+    return named
+
+
+def _files_holding(files: Iterable[tuple[Path, str]], purged_ids: set[str]) -> dict[Path, set[str]]:
+    """Of these event files and their texts, those that hold purged nodes' text."""
+    tails = {node_id.split("_", 1)[-1] for node_id in purged_ids}
+    return {
+        path: named for path, text in files if (named := purged_named_by(text, purged_ids, tails))
+    }
+
+
+def _read_other_files(folder: Path, read: set[Path]) -> Iterator[tuple[Path, str]]:
+    """Every event file under ``folder`` but those in ``read``, with its text."""
+    for _, path in event_files(folder):
+        if path not in read:
+            try:
+                yield path, path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+
+
+def _take_out_purged(storage: Storage, log: EventLog, named_purged: dict[Path, set[str]]) -> None:
+    """Event files of nodes this clone purged, found in the folder again (a checkout of
+    a commit from before the purge, a stash, a rebase): their content was not imported,
+    and they go as the purge made them go, deleted and taken out of git's index, what
+    else they held stated again in a new event with the purge (EventLog.take_out). A
+    purge is forever: no sync brings back what this clone purged, in its database or in
+    its events folder."""
+    if not named_purged:
+        return
+    purged_ids = {row[0] for row in storage.connection.execute("SELECT node_id FROM mem_purged")}
+    with storage.secure_deletes(), storage.transaction():
+        log.take_out(storage.connection, purged_ids, named_purged)
 
 
 # git's "racily clean" rule: a folder changed this recently may change again within the
@@ -805,22 +895,28 @@ def _rebuild(storage: Storage, log: EventLog) -> SyncReport:
     process killed part-way (a git hook's time limit) leaves the cache as it was, and
     readers meanwhile see the old cache, never an empty one. Access counts are put back
     in it too. The events it imports are not captured as new ones (``suppressed``)."""
+    purged_before = _purged_count(storage)
     log.suppressed = True
     try:
         # secure_delete: the old cache's rows may hold what a purge among the events
         # removes, whose bytes must not wait for the scrub after the commit.
         with storage.secure_deletes(), storage.transaction():
             _empty_cache(storage)
-            report = _sync_files(storage, log, full=True, scrub=False)
+            report, named_purged = _import_files(storage, log, full=True, scrub=False)
             restore_access_counts(storage)
     finally:
         log.suppressed = False
-    if report.purged or storage.connection.execute("SELECT 1 FROM mem_purged").fetchone():
+    if report.purged or _purged_count(storage) != purged_before:
         # The old cache held what a purge among these events removed (or this import
         # purged): its rows were deleted with the rest, and their bytes must not stay
         # in free pages. Only after the commit: VACUUM cannot run in a transaction.
         storage.scrub_files()
+    _take_out_purged(storage, log, named_purged)
     return report
+
+
+def _purged_count(storage: Storage) -> int:
+    return int(storage.connection.execute("SELECT count(*) FROM mem_purged").fetchone()[0])
 
 
 def _empty_cache(storage: Storage) -> None:
@@ -846,8 +942,10 @@ def _empty_cache(storage: Storage) -> None:
         conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('delete-all')")
         if trigger is not None:
             conn.execute(trigger[0])
-        # The journal stays: its events' files are the truth being rebuilt from.
-        for table in ("mem_events", "mem_event_folders", "mem_purged", "mem_data_origin"):
+        # The journal stays: its events' files are the truth being rebuilt from. So
+        # does mem_purged: what this clone purged is its own truth, not a cache of the
+        # files, which a checkout of an older commit brings back without the purge.
+        for table in ("mem_events", "mem_event_folders", "mem_data_origin"):
             conn.execute(f"DELETE FROM {table}")
 
 

@@ -446,13 +446,16 @@ def forget(
             if not typer.confirm(f"Purge {target} for good?", default=False):
                 raise typer.Exit(1)
         result = memory.forget(target, purge=purge)
-        shared = memory.shared
+        events = memory.storage.events
+        # Only where a commit may hold a copy: in a repository with no commits (or none
+        # that took the files) there is no copy in history to warn about.
+        in_history = events is not None and events.removed_in_history is not False
     emit("forget", result, output)
     if result.files_not_scrubbed:
         sys.stderr.write(
             f"nervamem: warning: purged, but not scrubbed: {result.files_not_scrubbed}\n"
         )
-    if purge and shared:
+    if purge and in_history:
         sys.stderr.write(
             "nervamem: note: its event files are deleted from .nervapack/events/, but copies "
             "already committed stay in git history until it is rewritten "

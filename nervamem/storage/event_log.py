@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from ..durable import write_file_durably
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from datetime import datetime
 
     from .dbapi import Connection
@@ -180,6 +180,9 @@ class EventLog:
         self.suppressed = False
         # Event files that hold purged content: removed once the purge commits.
         self.to_remove: list[Path] = []
+        # Whether a commit of git's history holds one of the files last removed (the
+        # purge's note about history says so only then); None: git could not tell.
+        self.removed_in_history: bool | None = False
         self._author: str | None | bool = False  # False: not looked up yet
 
     def begin(self, conn: sqlite3.Connection) -> None:
@@ -206,21 +209,72 @@ class EventLog:
         applied once by its IDs, so stating it twice changes nothing.
 
         Finding the files reads every event file (:meth:`files_naming`)."""
-        gone = set(purged)
-        keep = [
-            change
-            for changes in self.files_naming(gone)
-            for change in changes
-            if isinstance(change, dict) and not gone.intersection(named_ids(change))
-        ]
-        rows = [canonical_json(change) for change in keep]
-        rows += [canonical_json({"type": "purge", "id": node_id}) for node_id in purged]
+        rows = self._restate(conn, set(purged), self.files_naming(set(purged)), purged)
         conn.executemany(
             "INSERT INTO temp.nervamem_outbox (change) VALUES (?)", [(row,) for row in rows]
         )
         conn.executemany(
             "INSERT OR IGNORE INTO mem_purged (node_id) VALUES (?)", [(i,) for i in purged]
         )
+
+    def take_out(self, conn: Connection, purged: set[str], files: dict[Path, set[str]]) -> None:
+        """Inside a write transaction: event files that hold the text of nodes this
+        clone purged, back in the folder (a checkout of an older commit, a stash, a
+        rebase), go again as the purge made them go: removed once this commits, what
+        else they held stated again in a new event, with a purge change for each purged
+        node they name, so that a commit on this branch carries the purge too.
+        ``files``: each file and the purged nodes whose text it holds.
+
+        The new event is the same file on every clone that takes out the same files
+        (its ID made from what it holds and the time of the latest of them, no author):
+        teammates who check out the same old commit write one file, which git merges
+        without a conflict, not one each."""
+        from hashlib import sha256  # here: importing hashlib costs ~4 ms, a sync never needs it
+
+        held: list[list[Any]] = []
+        for path in sorted(files):
+            try:
+                changes = json.loads(path.read_text(encoding="utf-8"))["changes"]
+            except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+                changes = []
+            held.append(changes if isinstance(changes, list) else [])
+            self.to_remove.append(path)
+        named = sorted(set().union(*files.values()))
+        rows = self._restate(conn, purged, held, named)
+        changes = nodes_first([json.loads(row) for row in rows])
+        digest = sha256(canonical_json(changes).encode("utf-8")).hexdigest()[:16]
+        latest = max(int(path.name[3:16], 16) for path in files)
+        event_id = f"ev_{latest:013x}{digest}"
+        self.write_event(conn, event_id, _time_of(event_id), changes, signed=False)
+
+    def _restate(
+        self, conn: Connection, gone: set[str], held: list[list[Any]], purged: Sequence[str]
+    ) -> list[str]:
+        """The changes of the files to remove that name none of ``gone``, and a purge
+        change for each of ``purged``, as canonical JSON: what is to be stated again.
+        The files' events are no longer held, nor journalled with the purged content."""
+        keep = [
+            change
+            for changes in held
+            for change in changes
+            if isinstance(change, dict)
+            and change.get("type") != "purge"
+            and not gone.intersection(named_ids(change))
+        ]
+        # A purge change the files held is stated again too (it names a purged node,
+        # but holds none of its content): the purge must not be lost with its file.
+        keep += [
+            change
+            for changes in held
+            for change in changes
+            if isinstance(change, dict) and change.get("type") == "purge"
+        ]
+        rows = [canonical_json(change) for change in keep]
+        rows += [
+            row
+            for row in (canonical_json({"type": "purge", "id": node_id}) for node_id in purged)
+            if row not in rows
+        ]
         # The files go: this store no longer holds their events (so that sync does not
         # take their absence for a checkout); what they held is restated above.
         conn.executemany(
@@ -230,6 +284,7 @@ class EventLog:
         conn.executemany(
             "DELETE FROM mem_event_journal WHERE instr(body, ?) > 0", [(i,) for i in purged]
         )
+        return rows
 
     def files_naming(self, node_ids: set[str]) -> list[list[Any]]:
         """Schedule for removal, once the transaction commits, every event file that
@@ -257,6 +312,7 @@ class EventLog:
             path.unlink(missing_ok=True)
         if removed:
             unstage(self.folder, removed)
+            self.removed_in_history = in_history(self.folder, removed)
 
     def after_rollback(self) -> None:
         self.to_remove = []
@@ -292,10 +348,12 @@ class EventLog:
 
     def write_event(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         event_id: str,
         recorded_at: str,
         changes: list[dict[str, Any]],
+        *,
+        signed: bool = True,
     ) -> Path:
         """Write one event file and record, in the open transaction, that the store holds
         it. The caller removes the file if its transaction does not commit.
@@ -316,9 +374,9 @@ class EventLog:
             "id": event_id,
             "recorded_at": recorded_at,
         }
-        if self._author is False:
+        if signed and self._author is False:
             self._author = event_author(self.folder.parent)
-        if isinstance(self._author, str):
+        if signed and isinstance(self._author, str):
             event["author"] = self._author
         text = canonical_json(event)
         path = event_path(self.folder, event_id, recorded_at)
@@ -401,6 +459,28 @@ def unstage(folder: Path, paths: list[Path]) -> None:
         )
     except (OSError, subprocess.SubprocessError):
         pass
+
+
+def in_history(folder: Path, paths: list[Path]) -> bool | None:
+    """Whether any commit of the repository holds one of ``paths``: False in a
+    repository with no commits (or none that touched them), None where git cannot say
+    (no git, no repository, a time-out)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(folder), "rev-list", "--all", "-n", "1", "--"]
+            + [str(path) for path in paths],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return bool(done.stdout.strip())
 
 
 # Linux writes a dirty page back within 30 s (vm.dirty_expire_centisecs): a file written a
