@@ -52,6 +52,10 @@ class NewMemory(NamedTuple):
     valid_until: str | datetime | None = None
 
 
+# Each field's default; the fields without one (kind, content) are required everywhere.
+DEFAULTS: dict[str, Any] = NewMemory._field_defaults
+
+
 class Cli:
     """A field on the command line: a positional argument (no ``names``) or an option.
     ``repeatable``: the option may be given several times, each value one item; ``value``
@@ -62,7 +66,7 @@ class Cli:
     def __init__(
         self,
         *names: str,
-        help: str,  # noqa: A002 - Typer's and Click's name for it
+        help: str,  # Typer's and Click's name for it
         repeatable: bool = False,
         value: type = str,
     ) -> None:

@@ -22,7 +22,7 @@ import typer
 from nervamem import MemoryStore
 from nervamem.cli import direct, root
 from nervamem.mcp_server.tools import TOOLS_BY_NAME, MemoryServer
-from nervamem.memory_fields import FIELDS, Cli, MemoryField, NewMemory, NotShown
+from nervamem.memory_fields import DEFAULTS, FIELDS, Cli, MemoryField, NewMemory, NotShown
 
 # Parameters of one edge that are not fields of a memory.
 CLI_ONLY = {"ctx": "Typer's context", "fmt": "the output format: how the ID is printed"}
@@ -78,7 +78,7 @@ def test_the_api_takes_every_field(method: str) -> None:
     for param in parameters:
         if param.name not in ("kind", "content"):
             assert param.kind is param.KEYWORD_ONLY, param.name
-            assert param.default == NewMemory._field_defaults[param.name], param.name
+            assert param.default == DEFAULTS[param.name], param.name
 
 
 def test_the_command_line_takes_every_field() -> None:
@@ -106,7 +106,7 @@ def test_the_mcp_tool_takes_every_field() -> None:
     for field in FIELDS:
         if not isinstance(field.mcp, NotShown):
             assert tool.properties[field.name] is field.mcp
-    required = [name for name in shown_on("mcp") if name not in NewMemory._field_defaults]
+    required = [name for name in shown_on("mcp") if name not in DEFAULTS]
     assert list(tool.required) == required == ["kind", "content"]
 
 
@@ -171,7 +171,7 @@ def cli_arguments(field_filter: Callable[[MemoryField], bool] = lambda field: Tr
 def test_the_sample_names_every_field() -> None:
     assert list(SAMPLE) == [field.name for field in FIELDS]
     for name, value in SAMPLE.items():
-        assert value != NewMemory._field_defaults.get(name), name
+        assert value != DEFAULTS.get(name), name
 
 
 def test_the_api_hands_on_every_field(store: MemoryStore, written: Recorded) -> None:

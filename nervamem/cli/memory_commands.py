@@ -182,10 +182,13 @@ _COMPLETIONS: dict[str, Callable[..., list[str]]] = {
 }
 
 
+_POSITIONAL = inspect.Parameter.POSITIONAL_OR_KEYWORD
+
+
 def _store_signature() -> inspect.Signature:
     """``store``'s parameters as Typer reads them: one for each field of a new memory that
     memory_fields.FIELDS gives the command line, in its order, then the output format."""
-    from ..memory_fields import FIELDS, Cli, NewMemory
+    from ..memory_fields import DEFAULTS, FIELDS, Cli
 
     parameters = [inspect.Parameter("ctx", _POSITIONAL, annotation=typer.Context)]
     for field in FIELDS:
@@ -201,7 +204,7 @@ def _store_signature() -> inspect.Signature:
             )
             continue
         option = typer.Option(*cli.names, help=cli.help, autocompletion=completion)
-        default = NewMemory._field_defaults[field.name]
+        default = DEFAULTS[field.name]
         if cli.repeatable:
             value: Any = list[str] | None
             default = None  # Click's "not given", for every repeatable option
@@ -218,7 +221,6 @@ def _store_signature() -> inspect.Signature:
     return inspect.Signature(parameters, return_annotation=None)
 
 
-_POSITIONAL = inspect.Parameter.POSITIONAL_OR_KEYWORD
 store.__signature__ = _store_signature()  # type: ignore[attr-defined]
 
 

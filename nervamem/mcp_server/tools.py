@@ -32,7 +32,7 @@ from ..errors import ConnectionLostError, UsageError
 from ..failures import Failure, describe
 from ..kinds import NODE_KINDS
 from ..locate import resolve_store
-from ..memory_fields import FIELDS, NAMESPACE_SCHEMA, TIME, NewMemory
+from ..memory_fields import DEFAULTS, FIELDS, NAMESPACE_SCHEMA, TIME, NewMemory
 from ..memory_fields import string_schema as _string
 from ..memory_fields import strings_schema as _strings
 from ..render import json as json_renderer
@@ -148,7 +148,7 @@ TOOLS: tuple[Tool, ...] = (
         tuple(
             field.name
             for field in FIELDS
-            if isinstance(field.mcp, dict) and field.name not in NewMemory._field_defaults
+            if isinstance(field.mcp, dict) and field.name not in DEFAULTS
         ),
         ADDS,
     ),

@@ -28,7 +28,7 @@ from nervamem import MemoryStore
 from nervamem.cli import app as whole_app
 from nervamem.cli import context, direct, main, root, startup
 from nervamem.errors import NotFoundError
-from nervamem.memory_fields import NewMemory
+from nervamem.memory_fields import DEFAULTS, NewMemory
 from tests.conftest import CountingRandom, FakeClock
 
 
@@ -52,7 +52,7 @@ def parameters(body: Callable[..., None]) -> dict[str, object]:
             for field, _ in command.options.values():
                 if field not in found and field in NewMemory._fields:
                     repeated = field in command.multiple
-                    found[field] = None if repeated else NewMemory._field_defaults[field]
+                    found[field] = None if repeated else DEFAULTS[field]
         elif name != "settings":
             found[name] = param.default
     return found
