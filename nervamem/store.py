@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     )
     from .consolidate import ConsolidationResult, Consolidator
     from .hooks import BackfillResult, CommitRecord
+    from .memory_fields import NewMemory
     from .models import (
         CurrentContext,
         ForgetResult,
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
         TimelineItem,
     )
     from .state import State
-    from .writing import NewMemory
 
 # The result classes of models.py are imported where they are built, not here: building
 # nine frozen dataclasses costs ~7 ms, and `nervamem store` returns a plain ID.
@@ -179,22 +179,11 @@ class MemoryStore:
         namespace: str | None = None,
     ) -> str:
         """Store one memory node and its edges; return its ID."""
-        return self.store_anchored(
-            kind,
-            content,
-            entities=entities,
-            confidence=confidence,
-            valid_from=valid_from,
-            valid_until=valid_until,
-            supersedes=supersedes,
-            contradicts=contradicts,
-            caused_by=caused_by,
-            derived_from=derived_from,
-            rationale=rationale,
-            rejected=rejected,
-            session=session,
-            namespace=namespace,
-        )[0]
+        # The keywords of store_anchored, which makes the NewMemory of them: both take
+        # exactly the declared fields (tests/test_memory_fields.py).
+        arguments = locals()
+        del arguments["self"]
+        return self.store_anchored(**arguments)[0]
 
     def store_anchored(
         self,
@@ -216,24 +205,31 @@ class MemoryStore:
     ) -> tuple[str, AnchorReport | None]:
         """``store``, and the code bridge's report of how the memory's entities were
         anchored to code (None when nothing was anchored or no code graph exists)."""
+        from .memory_fields import NewMemory
+
+        memory = NewMemory(
+            kind=kind,
+            content=content,
+            entities=entities,
+            confidence=confidence,
+            valid_from=valid_from,
+            valid_until=valid_until,
+            supersedes=supersedes,
+            contradicts=contradicts,
+            caused_by=caused_by,
+            derived_from=derived_from,
+            rationale=rationale,
+            rejected=rejected,
+            session=session,
+            namespace=namespace,
+        )
+        return self.store_memory(memory)
+
+    def store_memory(self, memory: NewMemory) -> tuple[str, AnchorReport | None]:
+        """The one write of one memory, under ``store`` and ``store_anchored`` and the
+        CLI's and MCP's ``store``: its ID, and how its entities were anchored to code."""
         from . import writing  # not on the path of a read: recall, show, list
 
-        memory = writing.NewMemory(
-            kind,
-            content,
-            entities,
-            confidence,
-            valid_from,
-            supersedes,
-            contradicts,
-            caused_by,
-            derived_from,
-            rationale,
-            rejected,
-            session,
-            namespace,
-            valid_until,
-        )
         result = writing.store_memories(self.storage, (memory,), bulk=False)
         node_id = result.ids[0]
         return node_id, result.anchoring.get(node_id)

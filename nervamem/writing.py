@@ -31,13 +31,15 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from itertools import chain
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from . import nodes
 from .errors import BadInputError
 from .ids import ID_PATTERN, KIND_PREFIX, random_bits
 from .kinds import STORABLE_KINDS
 from .locate import graph_path_beside
+from .memory_fields import NewMemory as NewMemory
+from .memory_fields import Ref
 from .storage.engine import IGNORE_EXISTING_EDGE, SQLITE, Connection, dialect_of
 from .timeparse import format_time, parse_time
 
@@ -45,7 +47,6 @@ if TYPE_CHECKING:
     from .code.values import AnchorReport
     from .storage.engine import Storage
 
-Ref = str | int
 _NODE_COLUMNS = 9
 _EDGE_COLUMNS = 5
 # Rows per INSERT: as many as the connection's limit on parameters allows (999 before
@@ -73,31 +74,6 @@ _BY_ID = "SELECT kind, namespace FROM mem_nodes WHERE id = ?"
 # The data key of an end of validity stated when the memory was stored; valid_until is
 # the earlier of it and the start of what supersedes the memory.
 STATED_END = "stated_valid_until"
-
-
-class NewMemory(NamedTuple):
-    """One memory for ``store_many``: the arguments of ``MemoryStore.store``. A reference
-    is a node ID (or short ID, or unique prefix), or the index of an earlier memory of the
-    same call."""
-
-    kind: str
-    content: str
-    entities: Sequence[str] = ()
-    confidence: float = 1.0
-    valid_from: str | datetime | None = None
-    # One node, or several: a memory that supersedes the rival successors of one node
-    # (two branches of a shared store superseded it both) resolves that conflict.
-    supersedes: Ref | Sequence[Ref] | None = None
-    contradicts: Sequence[Ref] = ()
-    caused_by: Sequence[Ref] = ()
-    derived_from: Sequence[Ref] = ()
-    rationale: str | None = None
-    rejected: Sequence[str] = ()
-    session: str | None = None
-    namespace: str | None = None
-    # When it stops being true, if that is known now (a freeze until Friday); None:
-    # open until something supersedes it.
-    valid_until: str | datetime | None = None
 
 
 class _Pending:

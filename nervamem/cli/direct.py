@@ -27,10 +27,13 @@ import errno
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from ..errors import NervamemError
 from .context import ENV_DEBUG, Settings, open_store, output_format, report
+
+if TYPE_CHECKING:
+    from ..memory_fields import NewMemory
 
 # The root's options that take a value, and the Settings field of each.
 ROOT_OPTIONS = {
@@ -62,73 +65,53 @@ def store_memory(
     settings: Settings,
     kind: str,
     content: str,
-    entity: list[str] | None = None,
-    confidence: float = 1.0,
-    valid_from: str | None = None,
-    valid_until: str | None = None,
-    supersedes: list[str] | None = None,
-    contradicts: list[str] | None = None,
-    caused_by: list[str] | None = None,
-    derived_from: list[str] | None = None,
-    rationale: str | None = None,
-    rejected: list[str] | None = None,
-    session: str | None = None,
     namespace: str | None = None,
     fmt: str | None = None,
+    **fields: Any,
 ) -> None:
-    """The ``store`` command: store a memory, print its ID."""
+    """The ``store`` command: store a memory, print its ID. ``fields``: the other fields
+    of memory_fields.FIELDS that the command line takes, by name, as Click or parse()
+    gives them (None: not given)."""
+    from ..memory_fields import NewMemory
     from ..render import emit
     from ..visible import visible
 
     output = output_format(settings, fmt)
     text = read_stdin("content") if content == "-" else content
+    given = {name: value for name, value in fields.items() if value is not None}
+    # The namespace is the store's (open_store), as for every command, not the memory's.
+    memory = NewMemory(kind, text, **given)
 
-    def check() -> None:
-        check_new_memory(
-            kind, text, confidence, valid_from, valid_until, rationale, rejected, entity
-        )
-
-    with open_store(settings, namespace, create=True, before_create=check) as memory:
-        node_id, anchoring = memory.store_anchored(
-            kind,
-            text,
-            entities=entity or (),
-            confidence=confidence,
-            valid_from=valid_from,
-            valid_until=valid_until,
-            supersedes=supersedes or None,
-            contradicts=contradicts or (),
-            caused_by=caused_by or (),
-            derived_from=derived_from or (),
-            rationale=rationale,
-            rejected=rejected or (),
-            session=session,
-        )
+    with open_store(
+        settings, namespace, create=True, before_create=lambda: check_new_memory(memory)
+    ) as store:
+        node_id, anchoring = store.store_memory(memory)
     for warning in anchoring.warnings if anchoring else ():
         # Warnings name entities (user text) and go to a person's terminal.
         sys.stderr.write(f"nervamem: warning: {visible(warning)}\n")
     emit("id", node_id, output)
 
 
-def check_new_memory(
-    kind: str,
-    text: str,
-    confidence: float,
-    valid_from: str | None,
-    valid_until: str | None,
-    rationale: str | None,
-    rejected: list[str] | None,
-    entity: list[str] | None,
-) -> None:
+def check_new_memory(memory: NewMemory) -> None:
     """The checks of a new memory that need no store, made before ``store`` creates a
     missing one (context.open_store's ``before_create``): a command that fails must
     leave nothing behind. The store makes them again when it writes."""
     from ..timeparse import parse_time
     from ..writing import checked_memory
 
-    checked_memory(kind, text, confidence, rationale, rejected or (), entity or ())
-    for value, option in ((valid_from, "--valid-from"), (valid_until, "--valid-until")):
-        if value is not None:
+    checked_memory(
+        memory.kind,
+        memory.content,
+        memory.confidence,
+        memory.rationale,
+        memory.rejected,
+        memory.entities,
+    )
+    for value, option in (
+        (memory.valid_from, "--valid-from"),
+        (memory.valid_until, "--valid-until"),
+    ):
+        if isinstance(value, str):  # the command line's are; an API caller's datetime is not
             parse_time(value, option=option)
 
 
@@ -164,78 +147,102 @@ def recall_memories(
     emit("recall", result, output)
 
 
+Options = dict[str, tuple[str, Callable[[str], Any]]]
+
+
 class Command:
     """What parse() knows of one command: its arguments in order, and each option's
     parameter, how Click converts its value (int(), float(), the string itself: Click's
-    INT, FLOAT and STRING types do exactly that) and whether it may be repeated."""
+    INT, FLOAT and STRING types do exactly that) and whether it may be repeated. The
+    options are made by ``table`` when first asked for: ``store``'s come from the
+    declaration of a memory's fields, which ``recall`` need not import."""
 
-    __slots__ = ("body", "arguments", "options", "multiple", "imports")
+    __slots__ = ("body", "_arguments", "table", "_options", "_multiple", "imports")
 
     def __init__(
         self,
         body: Callable[..., None],
-        arguments: tuple[str, ...],
-        options: dict[str, tuple[str, Callable[[str], Any]]],
-        multiple: frozenset[str],
+        table: Callable[[], tuple[tuple[str, ...], Options, frozenset[str]]],
         imports: tuple[str, ...],
     ) -> None:
         self.body = body
-        self.arguments = arguments
-        self.options = options
-        self.multiple = multiple
+        self.table = table
+        self._arguments: tuple[str, ...] | None = None
+        self._options: Options = {}
+        self._multiple: frozenset[str] = frozenset()
         self.imports = imports  # what it will import anyway: loaded before the GC freeze
+
+    def _made(self) -> None:
+        if self._arguments is None:
+            self._arguments, self._options, self._multiple = self.table()
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        self._made()
+        return self._arguments or ()
+
+    @property
+    def options(self) -> Options:
+        self._made()
+        return self._options
+
+    @property
+    def multiple(self) -> frozenset[str]:
+        self._made()
+        return self._multiple
 
 
 def as_given(value: str) -> str:
     return value
 
 
-_SHARED_OPTIONS: dict[str, tuple[str, Callable[[str], Any]]] = {
+_SHARED_OPTIONS: Options = {
     "--ns": ("namespace", as_given),
     "--format": ("fmt", as_given),
     "-f": ("fmt", as_given),
 }
 
+
+def store_table() -> tuple[tuple[str, ...], Options, frozenset[str]]:
+    """``store``'s arguments and options: those memory_fields.FIELDS gives the command
+    line, in its order."""
+    from ..memory_fields import FIELDS, Cli
+
+    arguments: list[str] = []
+    options: Options = {}
+    multiple: set[str] = set()
+    for field in FIELDS:
+        if not isinstance(field.cli, Cli):
+            continue
+        if not field.cli.names:
+            arguments.append(field.name)
+        convert = as_given if field.cli.value is str else field.cli.value
+        for name in field.cli.names:
+            options[name] = (field.name, convert)
+        if field.cli.repeatable:
+            multiple.add(field.name)
+    return tuple(arguments), {**options, **_SHARED_OPTIONS}, frozenset(multiple)
+
+
+def recall_table() -> tuple[tuple[str, ...], Options, frozenset[str]]:
+    options: Options = {
+        "--budget": ("budget", int),
+        "-b": ("budget", int),
+        "--as-of": ("as_of", as_given),
+        "--known-at": ("known_at", as_given),
+        "--kind": ("kind", as_given),
+        "-k": ("kind", as_given),
+        "--hops": ("hops", int),
+        "--tokenizer": ("tokenizer", as_given),
+        "--min-score": ("min_score", float),
+        **_SHARED_OPTIONS,
+    }
+    return ("query",), options, frozenset({"kind"})
+
+
 COMMANDS = {
-    "store": Command(
-        store_memory,
-        ("kind", "content"),
-        {
-            "--entity": ("entity", as_given),
-            "-e": ("entity", as_given),
-            "--confidence": ("confidence", float),
-            "--valid-from": ("valid_from", as_given),
-            "--valid-until": ("valid_until", as_given),
-            "--supersedes": ("supersedes", as_given),
-            "--contradicts": ("contradicts", as_given),
-            "--caused-by": ("caused_by", as_given),
-            "--derived-from": ("derived_from", as_given),
-            "--rationale": ("rationale", as_given),
-            "--rejected": ("rejected", as_given),
-            "--session": ("session", as_given),
-            **_SHARED_OPTIONS,
-        },
-        frozenset({"entity", "supersedes", "contradicts", "caused_by", "derived_from", "rejected"}),
-        ("nervamem.store", "nervamem.writing"),
-    ),
-    "recall": Command(
-        recall_memories,
-        ("query",),
-        {
-            "--budget": ("budget", int),
-            "-b": ("budget", int),
-            "--as-of": ("as_of", as_given),
-            "--known-at": ("known_at", as_given),
-            "--kind": ("kind", as_given),
-            "-k": ("kind", as_given),
-            "--hops": ("hops", int),
-            "--tokenizer": ("tokenizer", as_given),
-            "--min-score": ("min_score", float),
-            **_SHARED_OPTIONS,
-        },
-        frozenset({"kind"}),
-        ("nervamem.store", "nervamem.recall.api"),
-    ),
+    "store": Command(store_memory, store_table, ("nervamem.store", "nervamem.writing")),
+    "recall": Command(recall_memories, recall_table, ("nervamem.store", "nervamem.recall.api")),
 }
 
 

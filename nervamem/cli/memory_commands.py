@@ -4,9 +4,10 @@ the result to the renderer of the chosen format."""
 
 # No "from __future__ import annotations" here: Typer reads these signatures on every
 # call, and string annotations would make it eval() each one again (~3 ms a call).
+import inspect
 import sys
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -20,8 +21,8 @@ from .options import (
     TOKENIZER_CHOICES,
     FormatOption,
     NsOption,
-    SessionOption,
     choices,
+    complete_namespace,
     open_store,
     output_format,
     root_settings,
@@ -161,65 +162,7 @@ def init(
         )
 
 
-def store(
-    ctx: typer.Context,
-    kind: Annotated[
-        str,
-        typer.Argument(
-            help="fact, decision, action, outcome, entity, procedure or preference.",
-            autocompletion=_complete_kind,
-            show_default=False,
-        ),
-    ],
-    content: Annotated[
-        str, typer.Argument(help="The memory text, or '-' to read it from standard input.")
-    ],
-    entity: Annotated[
-        list[str] | None,
-        typer.Option("--entity", "-e", help="Entity the memory is about (repeatable)."),
-    ] = None,
-    confidence: Annotated[
-        float, typer.Option("--confidence", help="Confidence between 0 and 1.")
-    ] = 1.0,
-    valid_from: Annotated[
-        str | None,
-        typer.Option("--valid-from", help="When it became true (ISO-8601; default now, UTC)."),
-    ] = None,
-    valid_until: Annotated[
-        str | None,
-        typer.Option(
-            "--valid-until",
-            help="When it stops being true, if known now (ISO-8601; default: until superseded).",
-        ),
-    ] = None,
-    supersedes: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--supersedes",
-            help="ID of the node this one replaces (repeatable: replace rival versions).",
-        ),
-    ] = None,
-    contradicts: Annotated[
-        list[str] | None, typer.Option("--contradicts", help="ID this conflicts with.")
-    ] = None,
-    caused_by: Annotated[
-        list[str] | None,
-        typer.Option("--caused-by", help="ID of the decision or action that produced this."),
-    ] = None,
-    derived_from: Annotated[
-        list[str] | None, typer.Option("--derived-from", help="ID this is inferred from.")
-    ] = None,
-    rationale: Annotated[
-        str | None, typer.Option("--rationale", help="Why (decisions only).")
-    ] = None,
-    rejected: Annotated[
-        list[str] | None,
-        typer.Option("--rejected", help="An alternative that was rejected (decisions only)."),
-    ] = None,
-    session: SessionOption = None,
-    namespace: NsOption = None,
-    fmt: FormatOption = None,
-) -> None:
+def store(ctx: typer.Context, kind: str, content: str, **fields: Any) -> None:
     """Store a memory and print its ID.
 
     \b
@@ -229,24 +172,56 @@ def store(
       git log -1 --format=%B | nervamem store action -
       nervamem store fact "deploys are frozen" --valid-until 2026-12-04T18:00Z
     """
-    direct.store_memory(
-        root_settings(ctx),
-        kind,
-        content,
-        entity=entity,
-        confidence=confidence,
-        valid_from=valid_from,
-        valid_until=valid_until,
-        supersedes=supersedes,
-        contradicts=contradicts,
-        caused_by=caused_by,
-        derived_from=derived_from,
-        rationale=rationale,
-        rejected=rejected,
-        session=session,
-        namespace=namespace,
-        fmt=fmt,
-    )
+    direct.store_memory(root_settings(ctx), kind, content, **fields)
+
+
+# What the command line adds to a field's declaration: Tab completion of its values.
+_COMPLETIONS: dict[str, Callable[..., list[str]]] = {
+    "kind": _complete_kind,
+    "namespace": complete_namespace,
+}
+
+
+_POSITIONAL = inspect.Parameter.POSITIONAL_OR_KEYWORD
+
+
+def _store_signature() -> inspect.Signature:
+    """``store``'s parameters as Typer reads them: one for each field of a new memory that
+    memory_fields.FIELDS gives the command line, in its order, then the output format."""
+    from ..memory_fields import DEFAULTS, FIELDS, Cli
+
+    parameters = [inspect.Parameter("ctx", _POSITIONAL, annotation=typer.Context)]
+    for field in FIELDS:
+        cli = field.cli
+        if not isinstance(cli, Cli):
+            continue
+        completion = _COMPLETIONS.get(field.name)
+        if not cli.names:
+            # Required: there is no default to show.
+            argument = typer.Argument(help=cli.help, autocompletion=completion, show_default=False)
+            parameters.append(
+                inspect.Parameter(field.name, _POSITIONAL, annotation=Annotated[str, argument])
+            )
+            continue
+        option = typer.Option(*cli.names, help=cli.help, autocompletion=completion)
+        default = DEFAULTS[field.name]
+        if cli.repeatable:
+            value: Any = list[str] | None
+            default = None  # Click's "not given", for every repeatable option
+        elif default is None:
+            value = cli.value | None
+        else:
+            value = cli.value
+        parameters.append(
+            inspect.Parameter(
+                field.name, _POSITIONAL, default=default, annotation=Annotated[value, option]
+            )
+        )
+    parameters.append(inspect.Parameter("fmt", _POSITIONAL, default=None, annotation=FormatOption))
+    return inspect.Signature(parameters, return_annotation=None)
+
+
+store.__signature__ = _store_signature()  # type: ignore[attr-defined]
 
 
 def recall(

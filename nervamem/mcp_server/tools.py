@@ -30,8 +30,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import ConnectionLostError, UsageError
 from ..failures import Failure, describe
-from ..kinds import NODE_KINDS, STORABLE_KINDS
+from ..kinds import NODE_KINDS
 from ..locate import resolve_store
+from ..memory_fields import DEFAULTS, FIELDS, NAMESPACE_SCHEMA, TIME, NewMemory
+from ..memory_fields import string_schema as _string
+from ..memory_fields import strings_schema as _strings
 from ..render import json as json_renderer
 from ..render import markdown
 from ..state import validate_namespace
@@ -108,14 +111,6 @@ class Tool(NamedTuple):
 
 
 # ----------------------------------------------------------------------------- parameters
-def _string(description: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "string", "description": description, **extra}
-
-
-def _strings(description: str, **items: Any) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string", **items}, "description": description}
-
-
 def _integer(description: str, default: int, minimum: int, maximum: int) -> dict[str, Any]:
     return {
         "type": "integer",
@@ -130,15 +125,11 @@ def _boolean(description: str) -> dict[str, Any]:
     return {"type": "boolean", "description": description, "default": False}
 
 
-NAMESPACE = _string(
-    "Namespace to use for this call only, without switching the active one (default: the "
-    "active namespace, shared with the command line)."
-)
+NAMESPACE = NAMESPACE_SCHEMA
 MEMORY_ID = _string(
     "The memory's ID: the full ID, a unique prefix of it, or its short ID as recall shows "
     "it (e.g. d-3a9c)."
 )
-TIME = "ISO-8601 date or date-time (a value without a zone is UTC)."
 
 
 TOOLS: tuple[Tool, ...] = (
@@ -153,37 +144,12 @@ TOOLS: tuple[Tool, ...] = (
         "memory that is no longer true, pass its ID as 'supersedes': the old one stays in "
         "the history with its validity closed, which beats forgetting it. The memory joins "
         "the active session unless 'session' says otherwise. Returns the new ID.",
-        {
-            "kind": _string("What sort of memory this is.", enum=list(STORABLE_KINDS)),
-            "content": _string("The memory: one self-contained sentence or short paragraph."),
-            "entities": _strings(
-                "Names of what the memory is about (components, files, functions, people); "
-                "AuthService, auth_service and auth-service are the same entity. Names that "
-                "match the code graph anchor the memory to the code."
-            ),
-            "confidence": {
-                "type": "number",
-                "description": "How sure you are, between 0 and 1.",
-                "default": 1.0,
-                "minimum": 0,
-                "maximum": 1,
-            },
-            "valid_from": _string(f"When it became true (default: now). {TIME}"),
-            "valid_until": _string(
-                f"When it stops being true, if that is known now (a freeze until Friday). {TIME}"
-            ),
-            "supersedes": _string(
-                "ID of the memory this one replaces (it stops being current from 'valid_from')."
-            ),
-            "contradicts": _strings("IDs of memories this one conflicts with."),
-            "caused_by": _strings("IDs of the decisions or actions that produced this."),
-            "derived_from": _strings("IDs of the memories this one is inferred from."),
-            "rationale": _string("Why it was decided (decisions only)."),
-            "rejected": _strings("Alternatives that were rejected (decisions only)."),
-            "session": _string("Session ID to record it in (default: the active session)."),
-            "namespace": NAMESPACE,
-        },
-        ("kind", "content"),
+        {field.name: field.mcp for field in FIELDS if isinstance(field.mcp, dict)},
+        tuple(
+            field.name
+            for field in FIELDS
+            if isinstance(field.mcp, dict) and field.name not in DEFAULTS
+        ),
         ADDS,
     ),
     Tool(
@@ -545,21 +511,13 @@ class MemoryServer:
 
     # ------------------------------------------------------------------ the tools
     def _store_memory(self, memory: MemoryStore, args: dict[str, Any]) -> Answer:
-        node_id, anchoring = memory.store_anchored(
-            args["kind"],
-            args["content"],
-            entities=args.get("entities", ()),
-            confidence=_float(args.get("confidence", 1.0)),
-            valid_from=args.get("valid_from"),
-            valid_until=args.get("valid_until"),
-            supersedes=args.get("supersedes"),
-            contradicts=args.get("contradicts", ()),
-            caused_by=args.get("caused_by", ()),
-            derived_from=args.get("derived_from", ()),
-            rationale=args.get("rationale"),
-            rejected=args.get("rejected", ()),
-            session=args.get("session") or None,  # a client's "" for "not given"
-        )
+        # The arguments are the fields the schema declares (memory_fields.FIELDS), the
+        # namespace already taken by _run(); JSON numbers read as the CLI reads them.
+        if "confidence" in args:
+            args["confidence"] = _float(args["confidence"])
+        if not args.get("session"):
+            args.pop("session", None)  # a client's "" for "not given"
+        node_id, anchoring = memory.store_memory(NewMemory(**args))
         answer = _rendered("id", node_id)
         warnings = list(anchoring.warnings) if anchoring else []
         if not warnings:

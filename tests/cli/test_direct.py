@@ -28,6 +28,7 @@ from nervamem import MemoryStore
 from nervamem.cli import app as whole_app
 from nervamem.cli import context, direct, main, root, startup
 from nervamem.errors import NotFoundError
+from nervamem.memory_fields import DEFAULTS, NewMemory
 from tests.conftest import CountingRandom, FakeClock
 
 pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
@@ -42,14 +43,31 @@ def click_command(name: str) -> Any:
 CONVERTERS = {"int": int, "float": float, "str": direct.as_given}
 
 
+def parameters(body: Callable[..., None]) -> dict[str, object]:
+    """Each parameter of ``body`` and the value it reads when not given. ``store`` takes
+    a memory's fields as ``**fields``: one left out is NewMemory's default, and a repeated
+    option's is None (Typer's "none given")."""
+    command = next(c for c in direct.COMMANDS.values() if c.body is body)
+    found: dict[str, object] = {}
+    for name, param in inspect.signature(body).parameters.items():
+        if param.kind is param.VAR_KEYWORD:
+            for field, _ in command.options.values():
+                if field not in found and field in NewMemory._fields:
+                    repeated = field in command.multiple
+                    found[field] = None if repeated else DEFAULTS[field]
+        elif name != "settings":
+            found[name] = param.default
+    return found
+
+
 @pytest.mark.parametrize("name", sorted(direct.COMMANDS))
 def test_the_tables_are_the_click_commands(name: str) -> None:
     command = direct.COMMANDS[name]
     click = click_command(name)
     defaults = {
-        p.name: p.default
-        for p in inspect.signature(command.body).parameters.values()
-        if p.default is not inspect.Parameter.empty
+        name: default
+        for name, default in parameters(command.body).items()
+        if default is not inspect.Parameter.empty
     }
     options: dict[str, tuple[str, object]] = {}
     multiple = set()
@@ -105,10 +123,9 @@ def normalised(body: Callable[..., None], settings: context.Settings, values: di
     out: the body reads both as nothing), and the root settings."""
     multiple = {c.body.__name__: c.multiple for c in direct.COMMANDS.values()}[body.__name__]
     complete = {}
-    for name, param in inspect.signature(body).parameters.items():
-        if name != "settings":
-            value = values.get(name, param.default)
-            complete[name] = tuple(value or ()) if name in multiple else value
+    for name, default in parameters(body).items():
+        value = values.get(name, default)
+        complete[name] = tuple(value or ()) if name in multiple else value
     return (
         body.__name__,
         (settings.db, settings.namespace, settings.fmt, settings.tokenizer),
