@@ -24,6 +24,8 @@ from nervamem.cli import direct, root
 from nervamem.mcp_server.tools import TOOLS_BY_NAME, MemoryServer
 from nervamem.memory_fields import DEFAULTS, FIELDS, Cli, MemoryField, NewMemory, NotShown
 
+pytestmark = pytest.mark.sqlite_only  # about how each edge hands fields on, not the engine
+
 # Parameters of one edge that are not fields of a memory.
 CLI_ONLY = {"ctx": "Typer's context", "fmt": "the output format: how the ID is printed"}
 MCP_ONLY: dict[str, str] = {}
