@@ -358,9 +358,11 @@ class PostgresStorage(StorageBase):
             )
         conn = PgConnection(raw, self)
         try:
-            raw.execute(
-                "SELECT set_config('statement_timeout', %s, false), "
-                "set_config('lock_timeout', %s, false), set_config('TimeZone', 'UTC', false)",
+            # Through conn, whose errors are mapped: a server that goes away between
+            # the connect and this first statement (a restart) is a lost connection.
+            conn.execute(
+                "SELECT set_config('statement_timeout', ?, false), "
+                "set_config('lock_timeout', ?, false), set_config('TimeZone', 'UTC', false)",
                 (str(self.statement_timeout_ms), str(self.busy_timeout_ms)),
             )
             self._connection = conn

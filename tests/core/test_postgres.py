@@ -481,6 +481,30 @@ def test_a_cli_store_whose_connection_is_lost_mid_write_is_exit_1_and_one_line(
     assert store_fingerprint(db_path) == before
 
 
+def test_a_server_that_goes_away_just_after_the_connect_is_exit_1_and_one_line(
+    db_path: str, pg_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restart between the connect and the session's first statement (seen once in
+    the stress run's restarts): before, that statement ran outside the error mapping and
+    psycopg's error came out as an internal one."""
+    MemoryStore(db_path).close()
+    connect = psycopg.connect
+
+    def connect_then_lose_it(*args: Any, **kwargs: Any) -> Any:
+        raw = connect(*args, **kwargs)
+        with connect(pg_server.url("postgres"), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (raw.info.backend_pid,))
+        return raw
+
+    monkeypatch.setattr(psycopg, "connect", connect_then_lose_it)
+    result = run("--db", db_path, "store", "fact", "never written", "--format", "json")
+    monkeypatch.undo()
+    assert result.exit_code == 1, result.stderr
+    error = json.loads(one_error_line(result))["error"]
+    assert error["code"] == "store_unavailable" and "lost the connection" in error["message"]
+    assert run("--db", db_path, "store", "fact", "the server is back").exit_code == 0
+
+
 def test_a_server_that_went_away_is_exit_1_and_one_line(db_path: str, pg_server: Any) -> None:
     MemoryStore(db_path).close()
     pg_server.pg_ctl("stop")
