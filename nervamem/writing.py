@@ -260,11 +260,25 @@ def store_memories(
                 ids.append(writer.add(memory))
             pending.flush()
         except BaseException:
-            conn.execute("ROLLBACK TO nervamem_store_many")
-            conn.execute("RELEASE nervamem_store_many")
+            _undo_savepoint(conn, "nervamem_store_many")
             raise
         conn.execute("RELEASE nervamem_store_many")
     return WriteResult(ids, writer.anchoring)
+
+
+def _undo_savepoint(conn: Connection, name: str) -> None:
+    """Undo a failed write back to its savepoint, without hiding why it failed.
+
+    When the failure was the connection itself (a PostgreSQL server restarted mid-write),
+    the savepoint went with it and ROLLBACK TO fails too; its error would replace the
+    ConnectionLostError (exit 1, "lost the connection") with an internal one. The
+    transaction is undone either way: the caller's transaction() rolls back or drops the
+    connection on the error being raised."""
+    try:
+        conn.execute(f"ROLLBACK TO {name}")
+        conn.execute(f"RELEASE {name}")
+    except Exception:
+        pass
 
 
 class _Writer:

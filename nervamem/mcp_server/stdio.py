@@ -12,9 +12,21 @@ SDK's own context streams. Its behaviour is the SDK transport's:
 
 * one message per line, a newline ends it (a ``\\r`` before it is JSON whitespace); a
   last line without a newline is still read at end of input; no length limit;
-* input is UTF-8, a byte that is not is replaced by U+FFFD (the SDK's ``errors="replace"``);
-* a line that is not a JSON-RPC message (blank lines included) goes into the stream as
-  the exception that parsing raised, and the SDK's server answers it as it does;
+* input is UTF-8 (JSON text is); a blank line is ignored.
+
+Where it departs from the SDK's transport, it is to answer every line a client sent: the
+SDK hands a line it cannot read to its server as an exception, which the server drops, and
+the client waits forever for its answer. Here such a line gets the JSON-RPC 2.0 error
+reply, written by the transport:
+
+* a line that is not JSON, or nested too deeply to parse (thousands of levels): parse
+  error -32700, id null;
+* a line with a byte that is not UTF-8: parse error -32700, with the request's id when
+  the rest of the line still parses (the SDK read such a byte as U+FFFD and a tool stored
+  that; the CLI refuses the same bytes with exit 2);
+* JSON that is not a JSON-RPC message (a batch array, which MCP does not use, a request
+  without a method, an object, a float or null as its id): invalid request -32600, with the id
+  when it is a string or an integer, null otherwise;
 * end of input closes the read stream, which ends ``Server.run`` (the SDK's server then
   cancels the requests it has not answered; the SDK's transport, slower to see the end of
   input through its thread, often answered them first);
@@ -47,6 +59,7 @@ from mcp.shared._context_streams import (
     create_context_streams,
 )
 from mcp.shared.message import SessionMessage
+from mcp_types import INVALID_REQUEST, PARSE_ERROR
 from pydantic_core import PydanticSerializationError
 
 CHUNK = 1 << 16
@@ -102,12 +115,30 @@ async def fd_streams(in_fd: int, out_fd: int) -> AsyncIterator[Streams]:
             os.set_blocking(fd, False)
         read_stream_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
         write_stream, write_stream_reader = create_context_streams[SessionMessage](0)
+        # The reader answers the lines it refuses itself: one message at a time on stdout.
+        output = anyio.Lock()
+
+        async def send(session_message: SessionMessage) -> None:
+            try:
+                async with output:
+                    await write_all(out_fd, serialise(session_message))
+            except (BrokenPipeError, ConnectionResetError):
+                # The client stopped reading (it exited, or closed its end): no answer
+                # can reach it, so the session is over, as at the end of its input. The
+                # calls already made have committed; the server stops cleanly.
+                tg.cancel_scope.cancel()
 
         async def reader() -> None:
             try:
                 async with read_stream_writer:
                     async for line in lines(in_fd):
-                        await read_stream_writer.send(parse(line))
+                        if not line.strip():
+                            continue
+                        message = parse(line)
+                        if isinstance(message.message, types.JSONRPCError):
+                            await send(message)
+                        else:
+                            await read_stream_writer.send(message)
             except anyio.ClosedResourceError:  # pragma: no cover - the server went first
                 await anyio.lowlevel.checkpoint()
 
@@ -115,14 +146,9 @@ async def fd_streams(in_fd: int, out_fd: int) -> AsyncIterator[Streams]:
             try:
                 async with write_stream_reader:
                     async for session_message in write_stream_reader:
-                        await write_all(out_fd, serialise(session_message))
+                        await send(session_message)
             except anyio.ClosedResourceError:  # pragma: no cover - the server went first
                 await anyio.lowlevel.checkpoint()
-            except (BrokenPipeError, ConnectionResetError):
-                # The client stopped reading (it exited, or closed its end): no answer
-                # can reach it, so the session is over, as at the end of its input. The
-                # calls already made have committed; the server stops cleanly.
-                tg.cancel_scope.cancel()
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(reader)
@@ -136,22 +162,68 @@ async def fd_streams(in_fd: int, out_fd: int) -> AsyncIterator[Streams]:
                 pass
 
 
-def parse(line: bytes) -> SessionMessage | Exception:
-    """One line as the SDK's transport reads it: UTF-8 with replacement, then its adapter.
+def parse(line: bytes) -> SessionMessage:
+    """One line: the message it holds, or the JSON-RPC error that answers it.
 
     A string escape of a lone surrogate (``"\\ud800"``, what ``json.dumps`` writes for
-    one) is JSON that the adapter's parser refuses: the SDK would drop the whole request
-    unanswered and its client would wait forever. Such a line is parsed by ``json``
+    one) is JSON that the adapter's parser refuses: such a line is parsed by ``json``
     instead, so the request is answered (the tools refuse text that is not UTF-8)."""
-    text = line.decode("utf-8", errors="replace")
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return refusal(
+            PARSE_ERROR,
+            f"the message is not valid UTF-8 (byte 0x{line[exc.start]:02x} at offset {exc.start})",
+            request_id(line.decode("utf-8", errors="replace")),
+        )
     try:
         message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
-    except Exception as exc:
-        try:
-            message = types.jsonrpc_message_adapter.validate_python(json.loads(text), by_name=False)
-        except Exception:
-            return exc
-    return SessionMessage(message)
+    except Exception:
+        pass
+    else:
+        if not isinstance(message, types.JSONRPCNotification) or b'"id"' not in line:
+            return SessionMessage(message)
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        return refusal(PARSE_ERROR, "the message is nested too deeply to parse", None)
+    except ValueError as exc:
+        return refusal(PARSE_ERROR, f"the message is not JSON ({exc})", None)
+    try:
+        message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except Exception:
+        pass
+    else:
+        # The SDK's union reads a request whose id is not a string or an integer (an
+        # object, a float, null) as a notification, which nobody answers.
+        if not isinstance(message, types.JSONRPCNotification) or "id" not in value:
+            return SessionMessage(message)
+    if isinstance(value, list):
+        why = "a batch (an array) is not an MCP message: send one request per line"
+    else:
+        why = "not a JSON-RPC 2.0 request, notification or response"
+    return refusal(INVALID_REQUEST, f"the message is {why}", request_id_of(value))
+
+
+def refusal(code: int, message: str, answer_id: str | int | None) -> SessionMessage:
+    error = types.ErrorData(code=code, message=message)
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=answer_id, error=error))
+
+
+def request_id(text: str) -> str | int | None:
+    """The id of a request that could not be read whole, if the rest of it parses."""
+    try:
+        return request_id_of(json.loads(text))
+    except (ValueError, RecursionError):
+        return None
+
+
+def request_id_of(value: Any) -> str | int | None:
+    """The id an answer may carry: a string or an integer, else null (JSON-RPC 2.0)."""
+    found = value.get("id") if isinstance(value, dict) else None
+    if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool)):
+        return found
+    return None
 
 
 def serialise(session_message: SessionMessage) -> bytes:

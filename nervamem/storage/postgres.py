@@ -191,8 +191,10 @@ class PgConnection:
 
     def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = (), /) -> Cursor:
         translated, arguments = _arguments(sql, parameters)
-        cursor = self.raw.cursor()
         try:
+            # cursor() too: on a connection the server dropped it raises "the
+            # connection is closed", which must read as the lost connection it is.
+            cursor = self.raw.cursor()
             cursor.execute(translated, arguments or None)
         except Exception as exc:
             raise self.storage.error_from(exc) from None
@@ -203,12 +205,12 @@ class PgConnection:
         rows = [
             [row[i] for i in order] if order is not None else list(row) for row in seq_of_parameters
         ]
-        cursor = self.raw.cursor()
-        if rows:
-            try:
+        try:
+            cursor = self.raw.cursor()
+            if rows:
                 cursor.executemany(translated, rows)
-            except Exception as exc:
-                raise self.storage.error_from(exc) from None
+        except Exception as exc:
+            raise self.storage.error_from(exc) from None
         return cursor
 
     def close(self) -> None:
@@ -307,9 +309,11 @@ class PostgresStorage(StorageBase):
             )
         conn = PgConnection(raw, self)
         try:
-            raw.execute(
-                "SELECT set_config('statement_timeout', %s, false), "
-                "set_config('lock_timeout', %s, false), set_config('TimeZone', 'UTC', false)",
+            # Through conn, whose errors are mapped: a server that goes away between
+            # the connect and this first statement (a restart) is a lost connection.
+            conn.execute(
+                "SELECT set_config('statement_timeout', ?, false), "
+                "set_config('lock_timeout', ?, false), set_config('TimeZone', 'UTC', false)",
                 (str(self.statement_timeout_ms), str(self.busy_timeout_ms)),
             )
             self._connection = conn

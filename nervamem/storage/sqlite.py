@@ -85,9 +85,10 @@ class Storage(StorageBase):
             )
         self.busy_timeout_ms = busy_timeout_ms
         self.read_only = False
-        # Whether this connection wrote in a transaction() (and ``bookkeeping``, in StorageBase:
-        # a recall's access counts, recall/access_counts.py). See close().
+        # Whether a transaction() of this connection committed (``bookkeeping``, in
+        # StorageBase: a recall's access counts, recall/access_counts.py). See close().
         self.wrote = False
+        self._found_wal_frames = False  # set by _open()
         # Bumped at the end of every transaction() of this Storage, committed or rolled
         # back: recall's cache of node facts (recall/node_cache.py) is for one generation.
         self.write_generation = 0
@@ -130,6 +131,8 @@ class Storage(StorageBase):
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise _path_error(exc, f"cannot create {shown_path(path.parent)}") from None
+        # Writes another process left in the -wal (a recall's access counts): see close().
+        self._found_wal_frames = _wal_has_frames(f"{path}-wal")
         try:
             conn = self._connect(path, read_only=False)
         except sqlite3.OperationalError as exc:
@@ -278,10 +281,15 @@ class Storage(StorageBase):
             # First: its connection must not be the last to close (that one checkpoints).
             self._checkpointer.close()
             self._checkpointer = None
-        if self.bookkeeping and not self.wrote:
-            # Only access counts were written: leave them in the -wal for the next
-            # writer's checkpoint instead of checkpointing (two fsyncs, ~10 ms) as the
-            # last connection otherwise does when it closes. Every reader sees them there.
+        if not self.wrote and (self.bookkeeping or self._found_wal_frames):
+            # Nothing committed but access counts, if that: leave the -wal (a recall's
+            # counts, or those another process left) for the next writer's checkpoint
+            # instead of checkpointing it as the last connection otherwise does when it
+            # closes: two fsyncs (~10 ms) for a recall, and a failed command or a read
+            # would change the store file's bytes though no row changed
+            # (docs/reliability.md, "Logical and byte-level"). Readers see the -wal. A
+            # -wal this connection found empty or missing is closed as usual: SQLite
+            # deletes the -wal and -shm that opening it made.
             _skip_checkpoint_on_close(self.connection)
             self.bookkeeping = False  # once: a closed connection has no handle
         self.connection.close()
@@ -343,7 +351,6 @@ class Storage(StorageBase):
                 raise self.error_from(exc) from None
             raise
         self.in_transaction = True
-        self.wrote = True
         # One reading of the clock per transaction: every ID, recorded_at and default
         # valid_from written by it share the same moment.
         self.transaction_time = self.clock()
@@ -372,6 +379,7 @@ class Storage(StorageBase):
                 write_state_file(self.path, self._state)
             self._state_pending = False
             self.connection.execute("COMMIT")
+            self.wrote = True
         except BaseException as exc:
             if event_file is not None:
                 event_file.unlink(missing_ok=True)

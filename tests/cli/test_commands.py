@@ -318,6 +318,38 @@ def test_errors_are_one_line_with_documented_exit_code(
     assert store_fingerprint(db_path) == before
 
 
+def store_files(db_path: Path) -> dict[str, bytes]:
+    """The store file and its -wal, byte for byte (the -shm is SQLite's index of the
+    -wal in shared memory: a reader may write its read marks there)."""
+    files = (db_path, db_path.with_name(db_path.name + "-wal"))
+    return {path.name: path.read_bytes() for path in files if path.exists()}
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["store", "fact", "x", "--supersedes", "f_ffff"], 3),
+        (["store", "opinion", "x"], 2),
+        (["forget", "f_1"], 3),
+        (["session", "end"], 2),
+        (["recall", "x", "--budget", "3"], 2),
+    ],
+)
+def test_a_failed_command_after_a_recall_changes_no_byte_of_the_store(
+    cli: Run, db_path: Path, args: list[str], code: int
+) -> None:
+    """A recall leaves its access counts in the -wal (recall/access_counts.py). Before,
+    the next command to fail closed the last connection and SQLite checkpointed them
+    into the store file: its bytes changed though no row did (docs/reliability.md)."""
+    cli("store", "fact", "existing memory")
+    assert cli("recall", "existing").exit_code == 0
+    before = store_files(db_path)
+    assert f"{db_path.name}-wal" in before  # the counts wait in the -wal
+    assert cli(*args).exit_code == code
+    assert store_files(db_path) == before
+
+
 @pytest.mark.parametrize(
     "args", [["store", "fact", "x", "--session", ""], ["session", "end", "--session", ""]]
 )

@@ -3,15 +3,19 @@
 The transport only moves bytes; it must behave as ``mcp.server.stdio.stdio_server`` does.
 Two real servers on one store, ``nervamem mcp`` and the same server on the SDK's
 transport, are fed the same raw lines (invalid JSON, a blank line, CRLF, bytes that are
-not UTF-8, a line longer than a read and than a pipe's buffer) and must answer alike.
+a line longer than a read and than a pipe's buffer) and must answer alike, but for the
+lines the SDK's drops unanswered (not JSON, not JSON-RPC, not UTF-8): nervamem's answers
+each with its JSON-RPC error.
 The line reader and the writer are also driven directly over an ``os.pipe``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -132,26 +136,97 @@ def recall_line(server: RawServer, query: bytes) -> bytes:
     return line.replace(b'"query": "Q"', b'"query": "' + query + b'"')
 
 
-def test_lines_that_are_not_messages_are_dropped_and_the_server_goes_on(
-    server: RawServer,
+@pytest.fixture
+def ours(db: Path) -> Iterator[RawServer]:
+    """nervamem's transport alone: where it answers what the SDK's drops."""
+    raw = RawServer(db, "nervamem")
+    raw.handshake()
+    yield raw
+    assert raw.close() == 0
+
+
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+
+
+def error_reply(server: RawServer, line: bytes) -> tuple[Any, int, str]:
+    server.send(line)
+    reply = server.reply()
+    assert set(reply) == {"jsonrpc", "id", "error"} and reply["jsonrpc"] == "2.0", reply
+    return reply["id"], reply["error"]["code"], reply["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("line", "code", "answer_id"),
+    [
+        (b"{not json\n", PARSE_ERROR, None),
+        (b"[1, 2\n", PARSE_ERROR, None),
+        (b'{"jsonrpc": "2.0"}\n', INVALID_REQUEST, None),
+        (b'{"jsonrpc": "2.0", "id": 7, "method": 5}\n', INVALID_REQUEST, 7),
+        (b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]\n', INVALID_REQUEST, None),
+        (b"[]\n", INVALID_REQUEST, None),
+        (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}\n', INVALID_REQUEST, None),
+        (b'{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}\n', INVALID_REQUEST, None),
+        (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}\n', INVALID_REQUEST, None),
+        (b'{"jsonrpc": "2.0", "id": "x", "method": "ping", "params": 3}\n', INVALID_REQUEST, "x"),
+        (b"\xff\xfe\n", PARSE_ERROR, None),
+    ],
+)
+def test_a_line_that_is_not_a_message_gets_its_json_rpc_error(
+    ours: RawServer, line: bytes, code: int, answer_id: Any
 ) -> None:
-    for line in (b"{not json\n", b"\n", b'{"jsonrpc": "2.0"}\n', b"[1, 2\n", b"\xff\xfe\n"):
-        server.send(line)
-        server.ping()
-    assert server.close() == 0
+    """JSON-RPC 2.0: every request is answered. The SDK's transport hands such a line to
+    its server as an exception, which the server drops: the client waits forever."""
+    assert error_reply(ours, line)[:2] == (answer_id, code)
+    ours.ping()
+
+
+def test_a_blank_line_is_ignored(ours: RawServer) -> None:
+    ours.send(b"\n \r\n")
+    ours.ping()
+
+
+def test_params_nested_fifty_thousand_deep_are_a_parse_error(ours: RawServer) -> None:
+    depth = 50_000
+    line = b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"a": '
+    line += b"[" * depth + b"]" * depth + b"}}\n"
+    answer_id, code, message = error_reply(ours, line)
+    assert (answer_id, code) == (None, PARSE_ERROR) and "nested too deeply" in message
+    ours.ping()
+
+
+def test_bytes_that_are_not_utf8_are_refused_with_the_requests_id(ours: RawServer) -> None:
+    line = recall_line(ours, b"caf\xe9")
+    answer_id, code, message = error_reply(ours, line)
+    assert (answer_id, code) == (ours.next_id, PARSE_ERROR)
+    offset = line.index(b"\xe9")
+    assert message == f"the message is not valid UTF-8 (byte 0xe9 at offset {offset})"
+    ours.ping()
+
+
+def test_memory_store_with_bytes_that_are_not_utf8_stores_nothing(db: Path) -> None:
+    """The CLI refuses these bytes with exit 2; before, the server stored U+FFFD in their
+    place and acknowledged the write."""
+    before = node_contents(db)
+    raw = RawServer(db, "nervamem")
+    try:
+        raw.handshake()
+        call = {"name": "memory_store", "arguments": {"kind": "fact", "content": "C"}}
+        line = raw.request("tools/call", call).replace(b'"C"', b'"caf\xe9 au lait"')
+        assert error_reply(raw, line)[:2] == (raw.next_id, PARSE_ERROR)
+        raw.ping()
+    finally:
+        assert raw.close() == 0
+    assert node_contents(db) == before
+
+
+def node_contents(db: Path) -> list[str]:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return [row[0] for row in conn.execute("SELECT content FROM mem_nodes ORDER BY id")]
 
 
 def test_crlf_ends_a_line_as_newline_does(server: RawServer) -> None:
     server.send(server.request("ping", {}, end=b"\r\n"))
     assert server.reply() == {"jsonrpc": "2.0", "id": server.next_id, "result": {}}
-
-
-def test_bytes_that_are_not_utf8_become_replacement_characters(server: RawServer) -> None:
-    server.send(recall_line(server, b"caf\xe9"))
-    reply = server.reply()
-    assert reply["id"] == server.next_id
-    assert not reply["result"]["isError"]
-    assert "caf\ufffd" in reply["result"]["content"][0]["text"]
 
 
 def test_a_lone_surrogate_escape_is_answered_not_dropped(db: Path) -> None:
@@ -210,13 +285,13 @@ def test_both_transports_answer_the_same_bytes(db: Path) -> None:
         raw = RawServer(db, transport)
         raw.handshake()
         line = raw.request("tools/call", {"name": "N", "arguments": {}})
-        raw.send(line.replace(b'"N"', b'"caf\xc3\xa9 \xff\xfe tool"'))
+        raw.send(line.replace(b'"N"', b'"caf\xc3\xa9 tool"'))
         try:
             replies.append(raw.reply())
         finally:
             assert raw.close() == 0
     assert replies[0] == replies[1]
-    assert "caf\u00e9 \ufffd\ufffd tool" in replies[0]["result"]["content"][0]["text"]
+    assert "caf\u00e9 tool" in replies[0]["result"]["content"][0]["text"]
 
 
 # ------------------------------------------------------------- the reader and the writer alone

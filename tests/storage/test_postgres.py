@@ -16,10 +16,11 @@ import psycopg
 import pytest
 from typer.testing import CliRunner
 
-from nervamem import MemoryStore
+from nervamem import MemoryStore, writing
 from nervamem.cli import app as cli_app
 from nervamem.errors import (
     BadInputError,
+    ConnectionLostError,
     SchemaTooNewError,
     SchemaUpgradeNeededError,
     StoreError,
@@ -431,6 +432,78 @@ def test_a_server_restart_mid_command_changes_nothing_and_the_next_command_works
         assert store.store("fact", "after the restart")
     monkeypatch.setenv("NERVAMEM_DB", db_path)
     assert run("recall", "restart", "--format", "json").exit_code == 0
+
+
+def _terminate_own_backend(store: MemoryStore, pg_server: Any) -> Callable[[], None]:
+    """A call that ends the store's server connection from another one, as a restart
+    does, at the moment a test chooses: inside the write, after its savepoint."""
+    backend = store.storage.connection.raw.info.backend_pid  # type: ignore[attr-defined]
+    return lambda: pg_server.admin(f"SELECT pg_terminate_backend({backend})")
+
+
+def test_a_connection_lost_inside_a_write_is_lost_the_connection_not_internal(
+    db_path: str, pg_server: Any
+) -> None:
+    """Before, the write's ROLLBACK TO ran on the dead connection and its "the connection
+    is closed" replaced the ConnectionLostError: an internal error (issue 35, item 6)."""
+    with MemoryStore(db_path) as store:
+        store.store("fact", "before the connection is lost")
+        before = store_fingerprint(db_path)
+        terminate = _terminate_own_backend(store, pg_server)
+
+        def memories() -> Any:
+            terminate()
+            yield writing.NewMemory("fact", "written, never committed")
+
+        with pytest.raises(ConnectionLostError, match="lost the connection"):
+            store.store_many(memories())
+        assert store_fingerprint(db_path) == before
+        assert store.store("fact", "after the connection came back")
+
+
+def test_a_cli_store_whose_connection_is_lost_mid_write_is_exit_1_and_one_line(
+    db_path: str, pg_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MemoryStore(db_path).close()
+    before = store_fingerprint(db_path)
+    add = writing._Writer.add
+
+    def add_after_losing_the_connection(self: Any, memory: Any) -> str:
+        backend = self.storage.connection.raw.info.backend_pid
+        pg_server.admin(f"SELECT pg_terminate_backend({backend})")
+        return add(self, memory)
+
+    monkeypatch.setattr(writing._Writer, "add", add_after_losing_the_connection)
+    result = run("--db", db_path, "store", "fact", "never committed", "--format", "json")
+    assert result.exit_code == 1, result.stderr
+    assert json.loads(one_error_line(result))["error"]["code"] == "store_unavailable"
+    assert "lost the connection" in result.stderr
+    monkeypatch.undo()
+    assert store_fingerprint(db_path) == before
+
+
+def test_a_server_that_goes_away_just_after_the_connect_is_exit_1_and_one_line(
+    db_path: str, pg_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restart between the connect and the session's first statement (seen once in
+    the stress run's restarts): before, that statement ran outside the error mapping and
+    psycopg's error came out as an internal one."""
+    MemoryStore(db_path).close()
+    connect = psycopg.connect
+
+    def connect_then_lose_it(*args: Any, **kwargs: Any) -> Any:
+        raw = connect(*args, **kwargs)
+        with connect(pg_server.url("postgres"), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (raw.info.backend_pid,))
+        return raw
+
+    monkeypatch.setattr(psycopg, "connect", connect_then_lose_it)
+    result = run("--db", db_path, "store", "fact", "never written", "--format", "json")
+    monkeypatch.undo()
+    assert result.exit_code == 1, result.stderr
+    error = json.loads(one_error_line(result))["error"]
+    assert error["code"] == "store_unavailable" and "lost the connection" in error["message"]
+    assert run("--db", db_path, "store", "fact", "the server is back").exit_code == 0
 
 
 def test_a_server_that_went_away_is_exit_1_and_one_line(db_path: str, pg_server: Any) -> None:
