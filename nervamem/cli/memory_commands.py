@@ -6,7 +6,7 @@ the result to the renderer of the chosen format."""
 # call, and string annotations would make it eval() each one again (~3 ms a call).
 import sys
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,6 +26,9 @@ from .options import (
     output_format,
     root_settings,
 )
+
+if TYPE_CHECKING:
+    from ..models import EventProblem
 
 
 def _complete_kind(incomplete: str) -> list[str]:
@@ -135,11 +138,12 @@ def init(
     existed = target.exists()
     # Looked up on the module, not imported by name: tests replace the factory.
     memory = context.store_factory(str(target), None)
+    skipped: tuple[EventProblem, ...] = ()
     try:
         written = memory.share() if shared else 0
         if memory.shared and not written:
             # A clone of a repository that shares its memory: the cache starts with it.
-            memory.sync()
+            skipped = memory.sync().problems
         result = InitResult(
             db_path=str(target.resolve()),
             created=not existed,
@@ -153,6 +157,11 @@ def init(
         memory.close()
     keep_store_out_of_git(target.parent)
     emit("init", result, output)
+    if skipped:
+        # The clone's bad event files, said as sync says them (exit 4), not in silence.
+        from .team_commands import report_skipped
+
+        report_skipped(skipped)
     if above is not None and not existed:
         # Commands here used that store until now; from now on they use this one.
         sys.stderr.write(

@@ -16,7 +16,7 @@ from .options import FormatOption, NsOption, open_store, output_format
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ..models import SyncReport
+    from ..models import EventProblem, SyncReport
 
 
 def sync(
@@ -182,12 +182,18 @@ def _refuse_the_store_itself(target: "Path", store: "Path") -> None:
 def _finish(view: str, report: "SyncReport", output: str) -> None:
     emit(view, report, output)
     if report.problems:
-        if output != "json":
-            for problem in report.problems:
-                sys.stderr.write(
-                    f"nervamem: skipped {visible(problem.source)}: {visible(problem.reason)}\n"
-                )
-        raise typer.Exit(int(ExitCode.SKIPPED))
+        report_skipped(report.problems, listed=output == "json")
+
+
+def report_skipped(problems: "tuple[EventProblem, ...]", *, listed: bool = False) -> None:
+    """The events skipped, one line each on stderr (unless ``listed`` in the JSON
+    output already), and exit 4."""
+    if not listed:
+        for problem in problems:
+            sys.stderr.write(
+                f"nervamem: skipped {visible(problem.source)}: {visible(problem.reason)}\n"
+            )
+    raise typer.Exit(int(ExitCode.SKIPPED))
 
 
 def register(app: typer.Typer) -> None:
