@@ -144,9 +144,11 @@ def _event_lines(source: str) -> list[tuple[str, str]]:
         name = source
     # A line that is not UTF-8 is reported as not JSON; the others are imported.
     text = data.decode("utf-8", errors="replace")
+    # Lines end at "\n" only: export writes U+2028, U+2029 and U+0085 unescaped in a
+    # text, where str.splitlines() cut the event in two and both halves were skipped.
     return [
         (f"{name}:{number}", line)
-        for number, line in enumerate(text.splitlines(), start=1)
+        for number, line in enumerate(text.split("\n"), start=1)
         if line.strip()
     ]
 

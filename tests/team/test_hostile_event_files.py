@@ -276,3 +276,17 @@ def test_a_lone_surrogate_outside_the_changes_is_skipped(cli: Run, tmp_path: Pat
     result = cli("--db", str(db), "import", "-", input=f"{text}\n{good}\n")
     assert_skipped(result, "lone surrogate")
     assert holds_good_memory(db)
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_export_import_keeps_a_text_with_a_line_separator(cli: Run, separator: str) -> None:
+    """Export writes texts unescaped (canonical JSON, UTF-8), and import cut its input
+    with str.splitlines(), which ends a line at U+2028, U+2029 and U+0085 too:
+    the event holding such a text was cut in two, both halves skipped as not JSON."""
+    good = eventfiles.fact_event(1, f"one{separator}memory")
+    assert cli("import", "-", input=json.dumps(good) + "\n").exit_code == 0
+    exported = cli("export").stdout
+    assert separator in exported
+    other = cli("--db", "other.db", "--format", "json", "import", "-", input=exported)
+    assert other.exit_code == 0, other.stdout
+    assert cli("--db", "other.db", "export").stdout == exported
