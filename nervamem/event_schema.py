@@ -164,16 +164,31 @@ assert sorted(CHANGE_FIELDS) == sorted(CHANGE_TYPES)
 # ------------------------------------------------------------------------ validating
 
 
-def parse_event(text: str) -> dict[str, Any]:
-    """An event from its JSON text, checked whole; EventError says what is wrong."""
+def parse_event(text: str, *, file: str | None = None) -> dict[str, Any]:
+    """An event from its JSON text, checked whole; EventError says what is wrong.
+    ``file``: the place (``YYYY/MM/<name>.json``) of the event file it was read from."""
     try:
         event = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except (ValueError, RecursionError) as exc:
         raise EventError(f"not JSON ({str(exc)[:80]})") from None
     problem = event_problem(event)
+    if problem is None and file is not None:
+        problem = _place_problem(event, file)
     if problem:
         raise EventError(problem)
     return event  # type: ignore[no-any-return]
+
+
+def _place_problem(event: dict[str, Any], file: str) -> str | None:
+    """An event file is named for its event and filed under its month (event_log's
+    event_path): sync knows which events it holds by the names in each month's
+    folder, so a copy under another name, or in another month, looked like an event
+    gone from its place, and the cache was made again at every change to that month."""
+    at = event["recorded_at"]
+    expected = f"{at[:4]}/{at[5:7]}/{event['id']}.json"
+    if file != expected:
+        return f"not where its event belongs ({expected})"
+    return None
 
 
 def event_problem(event: Any) -> str | None:

@@ -244,17 +244,19 @@ def import_events(
     *,
     write_files: bool = False,
     scrub: bool = True,
+    from_files: bool = False,
 ) -> SyncReport:
     """Import events given as (source, JSON text), in one write transaction. Each event is
     checked and applied alone; a bad one is reported and skipped. With ``write_files``
     (an import into a shared store) each new event is also written to its events folder.
     ``scrub=False``: the caller runs it in a transaction of its own and scrubs the files
-    after a purge once that commits (a rebuild)."""
+    after a purge once that commits (a rebuild). ``from_files``: each source is the
+    event file's place (``YYYY/MM/<id>.json``), which must be the event's own."""
     problems: list[EventProblem] = []
     parsed: list[tuple[str, dict[str, Any]]] = []
     for source, text in events:
         try:
-            parsed.append((source, parse_event(text)))
+            parsed.append((source, parse_event(text, file=source if from_files else None)))
         except EventError as exc:
             problems.append(_problem(source, str(exc)))
     parsed.sort(key=lambda item: item[1]["id"])
@@ -569,7 +571,7 @@ def _sync_files(storage: Storage, log: EventLog, *, full: bool, scrub: bool = Tr
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or exc
             problems.append(_problem(source, f"unreadable ({reason})"))
-    result = import_events(storage, texts, scrub=scrub)
+    result = import_events(storage, texts, scrub=scrub, from_files=True)
     with storage.transaction():
         # A folder is marked read only when all of it was imported: a problem event is
         # reported again at the next sync (fixed or still broken), never forgotten.

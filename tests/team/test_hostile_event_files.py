@@ -290,3 +290,21 @@ def test_export_import_keeps_a_text_with_a_line_separator(cli: Run, separator: s
     other = cli("--db", "other.db", "--format", "json", "import", "-", input=exported)
     assert other.exit_code == 0, other.stdout
     assert cli("--db", "other.db", "export").stdout == exported
+
+
+@pytest.mark.parametrize("where", ["2026/07/ev_{other}.json", "2026/08/ev_{id}.json"])
+def test_an_event_file_out_of_its_place_is_skipped(cli: Run, tmp_path: Path, where: str) -> None:
+    """A copy of an event under another name (or in another month's folder) was
+    imported, and sync, which knows the events it holds by the names in each month's
+    folder, then took the event for one gone from its place: at each new file in that
+    month it made the whole cache again (``rebuilt: true``)."""
+    db, events = shared_folder(tmp_path / "a", cli)
+    document = eventfiles.fact_event(2, "a copy")
+    place = where.format(other=f"{5:029x}", id=document["id"][3:])
+    eventfiles.write(events, document, where=place)
+    result = cli("--db", str(db), "sync")
+    assert_skipped(result, f"{place}: not where its event belongs")
+    eventfiles.write(events, eventfiles.fact_event(3, "a later memory"))
+    again = cli("--db", str(db), "--format", "json", "sync", "--full")
+    assert json.loads(again.stdout)["rebuilt"] is False
+    assert holds_good_memory(db)
