@@ -78,8 +78,10 @@ def is_event_time(value: Any) -> bool:
     return is_time(value) and value >= FIRST_EVENT_TIME
 
 
+# fullmatch, not the patterns' own ^...$: "$" also matches before a final newline, and
+# "f_...\n" became a node (or an event file) whose name has a line break in it.
 def is_node_id(value: Any) -> bool:
-    return isinstance(value, str) and bool(ID_PATTERN.match(value))
+    return isinstance(value, str) and bool(ID_PATTERN.fullmatch(value))
 
 
 def _is_text(value: Any) -> bool:
@@ -89,7 +91,7 @@ def _is_text(value: Any) -> bool:
 def _is_namespace(value: Any) -> bool:
     from .state import namespace_pattern
 
-    return isinstance(value, str) and bool(namespace_pattern().match(value))
+    return isinstance(value, str) and bool(namespace_pattern().fullmatch(value))
 
 
 def _is_confidence(value: Any) -> bool:
@@ -200,7 +202,7 @@ def event_problem(event: Any) -> str | None:
         shown = json.dumps(version)[:20]
         return f"unknown format {shown} (this nervamem reads format {FORMAT})"
     event_id = event.get("id")
-    if not isinstance(event_id, str) or not EVENT_ID.match(event_id):
+    if not isinstance(event_id, str) or not EVENT_ID.fullmatch(event_id):
         return "no valid event 'id'"
     if not is_event_time(event.get("recorded_at")):
         return f"no valid 'recorded_at' ({_EVENT_TIME})"

@@ -248,6 +248,8 @@ def test_a_real_date_is_still_imported(cli: Run) -> None:
     [
         ({"id": "d_" + "0" * 29}, "prefix (f_)"),
         ({"namespace": "../etc"}, "'namespace'"),
+        ({"namespace": "default\n"}, "'namespace'"),
+        ({"id": "f_" + "0" * 29 + "\n"}, "'id'"),
         ({"namespace": ""}, "'namespace'"),
         ({"kind": "rumour"}, "'kind'"),
         ({"confidence": True}, "'confidence'"),
@@ -257,6 +259,9 @@ def test_a_real_date_is_still_imported(cli: Run) -> None:
 def test_every_field_is_checked_against_the_schema(
     cli: Run, change: dict[str, Any], reason: str
 ) -> None:
+    """Each field, against the schema of docs/team-memory.md: an ID or namespace with a
+    final newline passed the patterns' ``$``, a node ID of another kind's prefix could
+    never be found by its short ID."""
     document = eventfiles.fact_event(2, "a bad field")
     document["changes"][0].update(change)
     good = json.dumps(eventfiles.fact_event(1, "the good memory"))
@@ -308,3 +313,14 @@ def test_an_event_file_out_of_its_place_is_skipped(cli: Run, tmp_path: Path, whe
     again = cli("--db", str(db), "--format", "json", "sync", "--full")
     assert json.loads(again.stdout)["rebuilt"] is False
     assert holds_good_memory(db)
+
+
+def test_an_event_id_with_a_final_newline_is_refused(cli: Run, tmp_path: Path) -> None:
+    """``$`` matches before a final newline: an event "ev_…\\n" was imported into a
+    shared store and written as a file whose name ends in a line break."""
+    db, events = shared_folder(tmp_path / "a", cli)
+    document = eventfiles.fact_event(2, "a broken name")
+    document["id"] += "\n"
+    result = cli("--db", str(db), "import", "-", input=json.dumps(document) + "\n")
+    assert_skipped(result, "no valid event 'id'")
+    assert not any("\n" in path.name for path in events.rglob("*"))
