@@ -24,6 +24,7 @@ from .options import (
     choices,
     open_store,
     output_format,
+    report_skipped,
     root_settings,
 )
 
@@ -159,8 +160,6 @@ def init(
     emit("init", result, output)
     if skipped:
         # The clone's bad event files, said as sync says them (exit 4), not in silence.
-        from .team_commands import report_skipped
-
         report_skipped(skipped)
     if above is not None and not existed:
         # Commands here used that store until now; from now on they use this one.

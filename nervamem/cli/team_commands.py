@@ -8,15 +8,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..errors import BadInputError, ExitCode
+from ..errors import BadInputError
 from ..render import emit
-from ..visible import visible
-from .options import FormatOption, NsOption, open_store, output_format
+from .options import FormatOption, NsOption, open_store, output_format, report_skipped
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ..models import EventProblem, SyncReport
+    from ..models import SyncReport
 
 
 def sync(
@@ -185,17 +184,6 @@ def _finish(view: str, report: "SyncReport", output: str) -> None:
     emit(view, report, output)
     if report.problems:
         report_skipped(report.problems, listed=output == "json")
-
-
-def report_skipped(problems: "tuple[EventProblem, ...]", *, listed: bool = False) -> None:
-    """The events skipped, one line each on stderr (unless ``listed`` in the JSON
-    output already), and exit 4."""
-    if not listed:
-        for problem in problems:
-            sys.stderr.write(
-                f"nervamem: skipped {visible(problem.source)}: {visible(problem.reason)}\n"
-            )
-    raise typer.Exit(int(ExitCode.SKIPPED))
 
 
 def register(app: typer.Typer) -> None:
