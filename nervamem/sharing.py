@@ -32,13 +32,18 @@ from typing import TYPE_CHECKING, Any
 
 from . import writing
 from .errors import BadInputError, StoreError
-from .ids import ID_PATTERN
-from .kinds import EDGE_KINDS, NODE_KINDS
+from .event_schema import (
+    STRAY_FOLDER,
+    EventError,
+    is_event_time,
+    is_month_folder,
+    month_id_range,
+    parse_event,
+    scan_months,
+)
 from .storage.engine import IGNORE_EXISTING_EDGE, SQLITE, Connection, dialect_of
 from .storage.event_log import (
-    CHANGE_TYPES,
     EVENT_FILE,
-    EVENT_ID,
     FORMAT,
     EventLog,
     canonical_json,
@@ -74,157 +79,7 @@ def _report(
     return SyncReport(imported, already, problems, folders_read, purged, rebuilt)
 
 
-class EventError(ValueError):
-    """An event file or line that is not a valid event of a known format."""
-
-
 # --------------------------------------------------------------------------- reading
-
-
-def parse_event(text: str) -> dict[str, Any]:
-    """An event from its JSON text, checked field by field; EventError says what is wrong."""
-    try:
-        event = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise EventError(f"not JSON ({str(exc)[:80]})") from None
-    if not isinstance(event, dict):
-        raise EventError("not a JSON object")
-    version = event.get("format")
-    if version != FORMAT:
-        shown = json.dumps(version)[:20]
-        raise EventError(f"unknown format {shown} (this nervamem reads format {FORMAT})")
-    event_id = event.get("id")
-    if not isinstance(event_id, str) or not EVENT_ID.match(event_id):
-        raise EventError("no valid event 'id'")
-    recorded_at = event.get("recorded_at")
-    if not _is_time(recorded_at):
-        raise EventError("no valid 'recorded_at'")
-    if "author" in event and not isinstance(event["author"], str):
-        raise EventError("'author' is not text")
-    changes = event.get("changes")
-    if not isinstance(changes, list) or not changes:
-        raise EventError("no 'changes'")
-    for index, change in enumerate(changes):
-        problem = _change_problem(change) or _text_problem(change)
-        if problem:
-            raise EventError(f"change {index}: {problem}")
-    return event
-
-
-def _text_problem(change: Any) -> str | None:
-    """What is wrong with the texts of a change, if anything, as ``store`` would refuse
-    them too: a NUL character (a PostgreSQL text or jsonb value cannot hold one, so the
-    same event would import into an SQLite store and fail the whole import on a server),
-    or a lone surrogate (JSON may spell one, ``"\\ud800"``, but it is not Unicode text:
-    no store can encode it, and the whole import failed as an internal error)."""
-    if _holds_nul(change):
-        return "text with a NUL character, which store refuses too"
-    if _holds_surrogate(change):
-        return "text with a lone surrogate (not Unicode), which store refuses too"
-    return None
-
-
-def _holds_nul(value: Any) -> bool:
-    """Whether a NUL character is in any text of ``value``."""
-    return any("\x00" in text for text in _texts(value))
-
-
-def _holds_surrogate(value: Any) -> bool:
-    """Whether any text of ``value`` holds a surrogate, which UTF-8 cannot encode."""
-    for text in _texts(value):
-        if not text.isascii():
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
-    return False
-
-
-def _texts(value: Any) -> Iterator[str]:
-    """Every text in a JSON value, keys included."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _texts(key)
-            yield from _texts(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _texts(item)
-
-
-def _is_time(value: Any) -> bool:
-    return (
-        isinstance(value, str)
-        and len(value) == 24
-        and value[10] == "T"
-        and value.endswith("Z")
-        and value[:4].isdigit()
-    )
-
-
-def _is_id(value: Any) -> bool:
-    return isinstance(value, str) and bool(ID_PATTERN.match(value))
-
-
-def _change_problem(change: Any) -> str | None:
-    if not isinstance(change, dict):
-        return "not an object"
-    kind = change.get("type")
-    if kind not in CHANGE_TYPES:
-        return f"unknown type {str(kind)[:20]!r}"
-    if kind == "node":
-        if not _is_id(change.get("id")) or change.get("kind") not in NODE_KINDS:
-            return "node without a valid id or kind"
-        if not isinstance(change.get("content"), str) or not isinstance(
-            change.get("namespace"), str
-        ):
-            return "node without content or namespace"
-        if not all(_is_time(change.get(k)) for k in ("valid_from", "recorded_at")):
-            return "node without valid times"
-        if "valid_until" in change and not _is_time(change["valid_until"]):
-            return "node with an invalid valid_until"
-        confidence = change.get("confidence")
-        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
-            return "node without a confidence"
-        if not isinstance(change.get("data"), dict):
-            return "node without data"
-        return _decision_data_problem(change["data"])
-    elif kind == "edge":
-        if not (_is_id(change.get("src")) and _is_id(change.get("dst"))):
-            return "edge without valid ends"
-        if not isinstance(change.get("kind"), str) or not _is_time(change.get("created_at")):
-            return "edge without a kind or time"
-        if change["kind"] not in EDGE_KINDS:
-            # Checked here: the store's own refusal names an internal table (mem_links).
-            return f"unknown edge kind {change['kind'][:20]!r} (valid: {', '.join(EDGE_KINDS)})"
-        if not isinstance(change.get("data", {}), dict):
-            return "edge with invalid data"
-    elif kind == "alias":
-        if not _is_id(change.get("entity_id")):
-            return "alias without an entity"
-        if not isinstance(change.get("alias"), str) or not isinstance(change.get("namespace"), str):
-            return "alias without a name or namespace"
-    elif kind in ("tombstone", "purge"):
-        if not _is_id(change.get("id")):
-            return f"{kind} without a valid id"
-    elif kind == "data":
-        if not (_is_id(change.get("id")) and isinstance(change.get("set"), dict)):
-            return "data change without an id or keys"
-        return _decision_data_problem(change["set"])
-    return None
-
-
-def _decision_data_problem(data: dict[str, Any]) -> str | None:
-    """A decision's rationale and rejected alternatives as ``store`` writes them (a text,
-    a list of texts), which recall and show read as such: another shape, hand-edited or
-    from another program, made every recall that met the node an internal error."""
-    if not isinstance(data.get("rationale", ""), (str, type(None))):
-        return "'rationale' is not text"
-    rejected = data.get("rejected", [])
-    if not isinstance(rejected, list) or not all(isinstance(item, str) for item in rejected):
-        return "'rejected' is not a list of texts"
-    return None
 
 
 def event_files(folder: Path) -> Iterator[tuple[str, Path]]:
@@ -236,15 +91,8 @@ def event_files(folder: Path) -> Iterator[tuple[str, Path]]:
 
 
 def month_folders(folder: Path) -> list[str]:
-    months: list[str] = []
-    if not folder.is_dir():
-        return months
-    for year in os.scandir(folder):
-        if year.is_dir() and len(year.name) == 4 and year.name.isdigit():
-            for month in os.scandir(year.path):
-                if month.is_dir() and len(month.name) == 2 and month.name.isdigit():
-                    months.append(f"{year.name}/{month.name}")
-    return sorted(months)
+    """The month folders of ``folder`` that events can be in (event_schema.scan_months)."""
+    return scan_months(folder)[0]
 
 
 # --------------------------------------------------------------------------- applying
@@ -397,17 +245,19 @@ def import_events(
     *,
     write_files: bool = False,
     scrub: bool = True,
+    from_files: bool = False,
 ) -> SyncReport:
     """Import events given as (source, JSON text), in one write transaction. Each event is
     checked and applied alone; a bad one is reported and skipped. With ``write_files``
     (an import into a shared store) each new event is also written to its events folder.
     ``scrub=False``: the caller runs it in a transaction of its own and scrubs the files
-    after a purge once that commits (a rebuild)."""
+    after a purge once that commits (a rebuild). ``from_files``: each source is the
+    event file's place (``YYYY/MM/<id>.json``), which must be the event's own."""
     problems: list[EventProblem] = []
     parsed: list[tuple[str, dict[str, Any]]] = []
     for source, text in events:
         try:
-            parsed.append((source, parse_event(text)))
+            parsed.append((source, parse_event(text, file=source if from_files else None)))
         except EventError as exc:
             problems.append(_problem(source, str(exc)))
     parsed.sort(key=lambda item: item[1]["id"])
@@ -689,13 +539,18 @@ def _import_files(
     recorded = dict(conn.execute("SELECT folder, stamp FROM mem_event_folders").fetchall())
     stamps: dict[str, str] = {}
     to_read: list[str] = []
-    for month in month_folders(log.folder):
+    months, strays = scan_months(log.folder)
+    # Reported at every sync, as a bad event file is, until it is removed.
+    stray_problems = [_problem(stray, STRAY_FOLDER) for stray in strays]
+    for month in months:
         stamp = folder_stamp(log.folder / month)
         stamps[month] = stamp
         if full or recorded.get(month) != stamp:
             to_read.append(month)
     listing = {month: _event_names(log.folder / month) for month in to_read}
-    gone_months = [month for month in recorded if month not in stamps]
+    gone_months = [
+        month for month in recorded if month not in stamps and is_month_folder(*month.split("/"))
+    ]
     if _files_removed(conn, log.folder, listing, gone_months):
         # Event files this cache imported are gone (a checkout of a branch without
         # them, a reset, a stash): what they said cannot be taken back one by one, so
@@ -711,7 +566,7 @@ def _import_files(
         )
         return report, {}
     if not to_read:
-        return _report(0, 0, (), 0), {}
+        return _report(0, 0, tuple(stray_problems), 0), {}
     unseen: list[tuple[str, Path]] = []
     for month in to_read:
         names = listing[month]
@@ -723,7 +578,7 @@ def _import_files(
         )
     texts: list[tuple[str, str]] = []
     paths: list[Path] = []
-    problems: list[EventProblem] = []
+    problems: list[EventProblem] = list(stray_problems)
     for source, path in unseen:
         try:
             texts.append((source, path.read_text(encoding="utf-8")))
@@ -732,7 +587,7 @@ def _import_files(
             reason = getattr(exc, "strerror", None) or exc
             problems.append(_problem(source, f"unreadable ({reason})"))
     purged_before = {row[0] for row in conn.execute("SELECT node_id FROM mem_purged")}
-    result = import_events(storage, texts, scrub=scrub)
+    result = import_events(storage, texts, scrub=scrub, from_files=True)
     # After the import, which skipped what these files say about purged nodes: the
     # purges it brought count too.
     purged_ids = {row[0] for row in conn.execute("SELECT node_id FROM mem_purged")}
@@ -859,7 +714,7 @@ def _files_removed(
     its COMMIT) after the folder was listed and before this read of what is held,
     which is no reason to rebuild the cache."""
     for month, names in [*listing.items(), *((m, []) for m in gone_months)]:
-        low, high = _month_id_range(month)
+        low, high = month_id_range(month)
         held = conn.execute(
             "SELECT id FROM mem_events WHERE id >= ? AND id < ?", (low, high)
         ).fetchall()
@@ -867,18 +722,6 @@ def _files_removed(
         if any(not (folder / month / f"{name}.json").exists() for name in missing):
             return True
     return False
-
-
-def _month_id_range(month: str) -> tuple[str, str]:
-    from datetime import datetime, timezone
-
-    year, number = int(month[:4]), int(month[5:7])
-    start = datetime(year, number, 1, tzinfo=timezone.utc)
-    end = datetime(year + number // 12, number % 12 + 1, 1, tzinfo=timezone.utc)
-    return (
-        f"ev_{int(start.timestamp() * 1000):013x}",
-        f"ev_{int(end.timestamp() * 1000):013x}",
-    )
 
 
 def _shared_log(storage: Storage) -> EventLog:
@@ -1068,9 +911,7 @@ _LATER_KEYS = (
 
 def _later_data(data: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
     return [
-        (str(data[stamp]), keys)
-        for stamp, keys in _LATER_KEYS
-        if isinstance(data.get(stamp), str) and _is_time(data[stamp])
+        (str(data[stamp]), keys) for stamp, keys in _LATER_KEYS if is_event_time(data.get(stamp))
     ]
 
 

@@ -7,7 +7,7 @@ the result to the renderer of the chosen format."""
 import inspect
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,8 +25,12 @@ from .options import (
     complete_namespace,
     open_store,
     output_format,
+    report_skipped,
     root_settings,
 )
+
+if TYPE_CHECKING:
+    from ..models import EventProblem
 
 
 def _complete_kind(incomplete: str) -> list[str]:
@@ -136,11 +140,12 @@ def init(
     existed = target.exists()
     # Looked up on the module, not imported by name: tests replace the factory.
     memory = context.store_factory(str(target), None)
+    skipped: tuple[EventProblem, ...] = ()
     try:
         written = memory.share() if shared else 0
         if memory.shared and not written:
             # A clone of a repository that shares its memory: the cache starts with it.
-            memory.sync()
+            skipped = memory.sync().problems
         result = InitResult(
             db_path=str(target.resolve()),
             created=not existed,
@@ -154,6 +159,9 @@ def init(
         memory.close()
     keep_store_out_of_git(target.parent)
     emit("init", result, output)
+    if skipped:
+        # The clone's bad event files, said as sync says them (exit 4), not in silence.
+        report_skipped(skipped)
     if above is not None and not existed:
         # Commands here used that store until now; from now on they use this one.
         sys.stderr.write(

@@ -16,6 +16,7 @@ from . import context
 from .context import Settings
 
 if TYPE_CHECKING:
+    from ..models import EventProblem
     from ..store import MemoryStore
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -100,3 +101,19 @@ def open_store(
 
 def output_format(ctx: typer.Context, fmt: str | None) -> str:
     return context.output_format(root_settings(ctx), fmt)
+
+
+def report_skipped(problems: "tuple[EventProblem, ...]", *, listed: bool = False) -> None:
+    """The events skipped, one line each on stderr (unless ``listed`` in the JSON
+    output already), and exit 4."""
+    import sys
+
+    from ..errors import ExitCode
+    from ..visible import visible
+
+    if not listed:
+        for problem in problems:
+            sys.stderr.write(
+                f"nervamem: skipped {visible(problem.source)}: {visible(problem.reason)}\n"
+            )
+    raise typer.Exit(int(ExitCode.SKIPPED))

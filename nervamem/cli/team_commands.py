@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..errors import BadInputError, ExitCode
+from ..errors import BadInputError
 from ..render import emit
-from ..visible import visible
-from .options import FormatOption, NsOption, open_store, output_format
+from .options import FormatOption, NsOption, open_store, output_format, report_skipped
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -144,9 +143,11 @@ def _event_lines(source: str) -> list[tuple[str, str]]:
         name = source
     # A line that is not UTF-8 is reported as not JSON; the others are imported.
     text = data.decode("utf-8", errors="replace")
+    # Lines end at "\n" only: export writes U+2028, U+2029 and U+0085 unescaped in a
+    # text, where str.splitlines() cut the event in two and both halves were skipped.
     return [
         (f"{name}:{number}", line)
-        for number, line in enumerate(text.splitlines(), start=1)
+        for number, line in enumerate(text.split("\n"), start=1)
         if line.strip()
     ]
 
@@ -182,12 +183,7 @@ def _refuse_the_store_itself(target: "Path", store: "Path") -> None:
 def _finish(view: str, report: "SyncReport", output: str) -> None:
     emit(view, report, output)
     if report.problems:
-        if output != "json":
-            for problem in report.problems:
-                sys.stderr.write(
-                    f"nervamem: skipped {visible(problem.source)}: {visible(problem.reason)}\n"
-                )
-        raise typer.Exit(int(ExitCode.SKIPPED))
+        report_skipped(report.problems, listed=output == "json")
 
 
 def register(app: typer.Typer) -> None:
