@@ -119,7 +119,9 @@ def search(
         # matches before it returns a row, so "log"* costs ~0.5 s at 1M nodes, and the
         # exact word already brought plenty of rows.
         rare = [key for key in keys if key not in common]
-        _prefix_stage(conn, index, namespace, rare, found, filters, as_of=as_of, kinds=kinds)
+        _prefix_stage(
+            conn, index, namespace, rare, found, filters, as_of=as_of, kinds=kinds, held=held
+        )
     return found
 
 
