@@ -6,6 +6,7 @@ breaking anyone, and every module's public names are its interface."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "nervamem"
@@ -109,3 +110,24 @@ def test_node_and_edge_kinds_are_declared_once_and_the_schema_agrees() -> None:
     assert EDGE_KIND_CODES == EDGE_KINDS
     assert sorted(KIND_PREFIX) == sorted(NODE_KINDS)
     assert sorted(kind for kind, _ in SECTIONS) == sorted(NODE_KINDS)
+
+
+# Modules that ask the Storage and TextIndex protocols for what differs between engines,
+# never which engine they are on (issue 32).
+ENGINE_BLIND = (
+    "recall/search.py",
+    "recall/node_cache.py",
+    "recall/access_counts.py",
+    "entities.py",
+)
+ENGINE_QUESTION = re.compile(
+    r"\.engine\b(?! import)|dialect_of|\bSQLITE\b|\bPOSTGRESQL\b|storage\.(sqlite|postgres)"
+)
+
+
+def test_search_and_the_node_cache_never_ask_which_engine() -> None:
+    questions = {
+        relative: ENGINE_QUESTION.findall((PACKAGE / relative).read_text(encoding="utf-8"))
+        for relative in ENGINE_BLIND
+    }
+    assert questions == {relative: [] for relative in ENGINE_BLIND}

@@ -11,9 +11,12 @@ lost server to a StoreError.
 
 ``Storage`` is the engine object (``sqlite.Storage``, ``postgres.PostgresStorage``):
 the connection, write transactions, the clock and ID source, the namespace in use and
-the active session. Feature modules take it, never a path or a URL. Where the SQL of a
-feature must differ between engines, the feature asks ``storage.engine``
-(``"sqlite"`` or ``"postgresql"``) for its fragment; everything else is the same text.
+the active session. Feature modules take it, never a path or a URL. Where what a
+feature needs differs between engines, the engine offers it as a capability that each
+implements its own way: the text index (text_index.py), the write generation that
+recall's node cache lives for, how a recall's access counts are written. Features not
+yet moved onto one ask ``storage.engine`` (``"sqlite"`` or ``"postgresql"``) for their
+SQL fragment; everything else is the same text.
 
 :func:`choose.open_storage` chooses the engine from the store's name: a
 ``postgresql://`` or ``postgres://`` URL is a PostgreSQL database, anything else an
@@ -106,6 +109,35 @@ class Storage(Protocol):
     def rebuild_search_index(self) -> None: ...
 
     def size_bytes(self) -> int: ...
+
+    # What recall's node cache (recall/node_cache.py) and access counts
+    # (recall/access_counts.py) ask of the engine.
+
+    def commits_by_others(self) -> int | None:
+        """A number that moves whenever another connection commits to the store (SQLite's
+        ``PRAGMA data_version``); None when a transaction is open on the connection, or on
+        an engine whose reader cannot tell cheaply (PostgreSQL: a server's other clients
+        write unseen). Recall keeps node rows between recalls only while this and
+        :meth:`own_writes` stay the same."""
+        ...
+
+    def own_writes(self) -> tuple[int, int]:
+        """(write transactions this Storage ended, committed or rolled back; rows its
+        connection changed in all): together they move with every write of this
+        connection."""
+        ...
+
+    def count_accesses_now(self, ids: list[str], now: str) -> bool:
+        """Where the engine writes a recall's access counts at once (PostgreSQL: one
+        statement of its own, row locks only, unsynced), add one access to each of
+        ``ids``, best effort, and return True; False where recalls' counts wait in
+        memory and are written in batches (SQLite, recall/access_counts.py)."""
+        ...
+
+    def commit_bookkeeping(self, recalls: int = 1, *, closing: bool = False) -> None:
+        """COMMIT the access counts of ``recalls`` recalls, begun outside transaction()
+        (recall/access_counts.py); ``closing``: the last such commit, from close()."""
+        ...
 
 
 def dialect_of(conn: Connection) -> str:
