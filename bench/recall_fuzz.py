@@ -3,7 +3,7 @@ recall faster without changing it must write the same bytes for every seed.
 
     python bench/recall_fuzz.py compare /tmp/base . --seeds 0:300
     python bench/recall_fuzz.py run CHECKOUT OUT.json --seeds 0:300   # one side
-    python bench/recall_fuzz.py newest --seeds 0:300   # _newest_held against its SQL
+    python bench/recall_fuzz.py newest --seeds 0:300   # _newest_held against the index
 
 Each seed builds a store op by op at a fixed, advancing clock and seeded IDs: a small
 vocabulary (so that terms are common with search.COMMON_DF patched low, the same in
@@ -187,19 +187,20 @@ def run_case(seed: int, checkout_has_newest: bool) -> list[Any]:
 
 
 def check_newest(seeds: range) -> int:
-    """In this checkout, every search._newest_held answer of the cases against
-    search._newest_common's on the same store at the same moment."""
+    """In this checkout, every search._newest_held answer of the cases against the text
+    index's newest_matching on the same store at the same moment."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from nervamem.recall import search
 
     held = search._newest_held
     counts = {"fell back to the SQL": 0, "the same, empty": 0, "the same": 0, "differing": 0}
 
-    def compared(conn: Any, facts: Any, common: Any, namespace: Any, as_of: Any, kinds: Any) -> Any:
-        found = held(conn, facts, common, namespace, as_of, kinds)
-        by_sql = search._newest_common(
-            conn, common, namespace, search._filters(as_of, kinds, apply_mask=True)
-        )
+    def compared(
+        conn: Any, index: Any, facts: Any, common: Any, namespace: Any, as_of: Any, kinds: Any
+    ) -> Any:
+        found = held(conn, index, facts, common, namespace, as_of, kinds)
+        filters = search._filters(index, as_of, kinds, True)
+        by_sql = index.newest_matching(common, namespace, filters, search.PRE_LIMIT)
         if found is None:
             counts["fell back to the SQL"] += 1
         elif found == by_sql:
