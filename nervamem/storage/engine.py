@@ -26,7 +26,7 @@ SQLite file. The driver (psycopg) is imported only for a URL.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
@@ -144,6 +144,16 @@ def dialect_of(conn: Connection) -> str:
     """The engine whose SQL ``conn`` speaks, for a function that has the connection
     only: ``sqlite3.Connection`` has no ``engine``; postgres.py's adapter has."""
     return str(getattr(conn, "engine", SQLITE))
+
+
+def one_of(conn: Connection, column: str, values: Sequence[object]) -> tuple[str, list[object]]:
+    """SQL for ``column`` being one of ``values``, and its parameters: ``IN (?,?,...)``
+    on SQLite, ``= ANY (?)`` with one array on PostgreSQL, where a statement text per
+    list length would be parsed and planned by the server on every call; one text is
+    prepared once per connection (psycopg prepares a statement run five times)."""
+    if dialect_of(conn) == POSTGRESQL:
+        return f"{column} = ANY (?)", [list(values)]
+    return f"{column} IN ({','.join('?' * len(values))})", list(values)
 
 
 def is_url(name: str | os.PathLike[str] | None) -> bool:
