@@ -32,7 +32,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta, timezone
 
-from bench.quality import Corpus, Memory, Question, Session
+from bench.corpus import Corpus, Memory, Question, Session
 
 START = datetime(2025, 9, 1, 9, 0, tzinfo=timezone.utc)
 SESSIONS = 60

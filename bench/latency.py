@@ -38,9 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -56,12 +54,22 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import workload  # noqa: E402
+from common import (  # noqa: E402
+    OUT,
+    RESULTS,
+    children_cpu,
+    label,
+    load_average,
+    machine,
+    met,
+    parse_size,
+    percentile,
+    write_section,
+)
 
-from nervamem import MemoryStore, __version__  # noqa: E402
+from nervamem import MemoryStore  # noqa: E402
 
 WORKLOAD_VERSION = 4  # bump when bench/workload.py changes what it generates
-OUT = HERE / "out"
-RESULTS = HERE / "results.md"
 BEGIN, END = "<!-- latency:begin -->", "<!-- latency:end -->"
 BUDGET = 500
 
@@ -76,76 +84,6 @@ TARGETS = {
 
 
 # ---------------------------------------------------------------------------- helpers
-def parse_size(text: str) -> int:
-    text = text.strip().lower()
-    factor = 1
-    if text.endswith("k"):
-        factor, text = 1_000, text[:-1]
-    elif text.endswith("m"):
-        factor, text = 1_000_000, text[:-1]
-    return int(float(text) * factor)
-
-
-def label(size: int) -> str:
-    if size >= 1_000_000 and size % 1_000_000 == 0:
-        return f"{size // 1_000_000}M"
-    if size >= 1_000 and size % 1_000 == 0:
-        return f"{size // 1_000}k"
-    return str(size)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    position = (len(ordered) - 1) * q
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def load_average() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
-def machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    memory = "n/a"
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                memory = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
-                break
-    except OSError:
-        pass
-    try:
-        from importlib.metadata import version
-
-        typer_version = version("typer")
-    except Exception:
-        typer_version = "n/a"
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory": memory,
-        "os": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
-        "nervamem": __version__,
-        "typer": typer_version,
-    }
-
-
 def remove_store(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -275,18 +213,6 @@ def recall_latency(size: int, *, repeats: int, log: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- fresh process
-def _children_cpu() -> float:
-    """CPU seconds (user + system) of finished child processes, finer than os.times()."""
-    try:
-        import resource
-
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return usage.ru_utime + usage.ru_stime
-    except ImportError:  # not on Unix
-        times = os.times()
-        return times.children_user + times.children_system
-
-
 def regular_install(log: Any) -> Path | None:
     """A non-editable install of the working tree, as README's ``pip install .`` makes
     one: a scratch venv in bench/out/venv-regular (dependencies installed by pip the
@@ -378,12 +304,12 @@ def fresh_process(size: int, *, rounds: int, installs: dict[str, Path], log: Any
     cpu: dict[tuple[str, str], list[float]] = {key: [] for key in commands}
     for _ in range(rounds):
         for key, argv in commands.items():
-            before = _children_cpu()
+            before = children_cpu()
             began = time.perf_counter()
             subprocess.run(argv, env=env, cwd=work, capture_output=True, check=True)
             elapsed = time.perf_counter() - began
             wall[key].append(elapsed * 1000)
-            cpu[key].append((_children_cpu() - before) * 1000)
+            cpu[key].append((children_cpu() - before) * 1000)
     result: dict[str, Any] = {"size": size, "rounds": rounds, "installs": {}}
     for install, python in installs.items():
         key = (install, 'python -c "import typer"')
@@ -421,10 +347,6 @@ INSTALL_TITLES = {
 
 
 # ---------------------------------------------------------------------------- report
-def met(value: float, limit: float) -> str:
-    return "yes" if value <= limit else "**no**"
-
-
 def render(data: dict[str, Any]) -> str:
     m = data["machine"]
     lines = [
@@ -561,18 +483,7 @@ def render(data: dict[str, Any]) -> str:
 
 def write_results(section: str) -> None:
     """Replace our section of results.md, keeping every other section as it is."""
-    text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        text = head + section.rstrip("\n") + tail
-    else:
-        marker = text.find("\n## ")
-        if marker == -1:
-            text = text.rstrip("\n") + "\n\n" + section
-        else:
-            text = text[: marker + 1] + section + "\n" + text[marker + 1 :]
-    RESULTS.write_text(text, encoding="utf-8")
+    write_section(section, BEGIN, END, first=True)
 
 
 # ---------------------------------------------------------------------------- main

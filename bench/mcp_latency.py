@@ -49,14 +49,14 @@ for entry in (str(ROOT), str(HERE)):
         sys.path.insert(0, entry)
 
 import anyio  # noqa: E402
-import latency  # noqa: E402
+import latency  # noqa: E402  (builds the workload's store)
 import workload  # noqa: E402
+from common import OUT, label, load_average, machine, parse_size, percentile, write_section  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 
 from nervamem import MemoryStore, __version__  # noqa: E402
 from nervamem.mcp_server.tools import MemoryServer  # noqa: E402
 
-RESULTS = HERE / "results.md"
 BEGIN, END = "<!-- mcp:begin -->", "<!-- mcp:end -->"
 BUDGET = 500
 TARGET_OVERHEAD_MS = 2.0
@@ -289,8 +289,8 @@ async def measure(db: Path, *, rounds: int, repeats: int, log: Any) -> dict[str,
 
 def summary(values: list[float]) -> dict[str, float]:
     return {
-        "p50": latency.percentile(values, 0.5),
-        "p95": latency.percentile(values, 0.95),
+        "p50": percentile(values, 0.5),
+        "p95": percentile(values, 0.95),
     }
 
 
@@ -310,7 +310,7 @@ def markdown(run: dict[str, Any]) -> str:
     over, pair = recall["overhead_p50_ms"], recall["paired_overhead_median_ms"]
     cpu, server_cpu = recall["cpu_per_call_ms"], recall["server_cpu_per_call_ms"]
     verdict = "met" if over["sdk"] <= TARGET_OVERHEAD_MS else "missed"
-    size = latency.label(run["size"])
+    size = label(run["size"])
     lines = [
         BEGIN,
         "## The MCP server",
@@ -381,13 +381,7 @@ def markdown(run: dict[str, Any]) -> str:
 
 
 def write_results(text: str) -> None:
-    current = RESULTS.read_text(encoding="utf-8")
-    if BEGIN in current and END in current:
-        head, rest = current.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1].lstrip("\n")
-        RESULTS.write_text(head + text + ("\n" + tail if tail else ""), encoding="utf-8")
-    else:
-        RESULTS.write_text(current.rstrip("\n") + "\n\n" + text, encoding="utf-8")
+    write_section(text, BEGIN, END)
 
 
 def main() -> None:
@@ -398,14 +392,14 @@ def main() -> None:
     parser.add_argument("--pings", type=int, default=3000, help="ping round trips per transport")
     parser.add_argument("--no-write", action="store_true", help="leave bench/results.md alone")
     args = parser.parse_args()
-    size = latency.parse_size(args.size)
+    size = parse_size(args.size)
 
     def log(message: str) -> None:
         print(message, flush=True)
 
-    load_before = latency.load_average()
+    load_before = load_average()
     manifest = latency.build(size, rebuild=False, reference_nodes=1000, log=log)
-    db = latency.OUT / f"store-{latency.label(size)}" / "memory.db"
+    db = OUT / f"store-{label(size)}" / "memory.db"
     figures = anyio.run(lambda: measure(db, rounds=args.rounds, repeats=args.repeats, log=log))
     figures["ping"] = measure_pings(db, pings=args.pings, log=log)
     from importlib.metadata import version
@@ -413,21 +407,19 @@ def main() -> None:
     run = {
         "when": time.strftime("%Y-%m-%d %H:%M"),
         "command": "python bench/mcp_latency.py " + " ".join(sys.argv[1:]),
-        "machine": "{cpu}, {cores} cores, {memory}; {os}, SQLite {sqlite}".format(
-            **latency.machine()
-        ),
+        "machine": "{cpu}, {cores} cores, {memory}; {os}, SQLite {sqlite}".format(**machine()),
         "python": platform.python_version(),
         "mcp": version("mcp"),
         "nervamem": __version__,
         "load_before": load_before,
-        "load_after": latency.load_average(),
+        "load_after": load_average(),
         "size": size,
         "nodes": manifest["nodes"],
         "figures": figures,
     }
     run["command"] = run["command"].strip()
-    latency.OUT.mkdir(parents=True, exist_ok=True)
-    out = latency.OUT / f"mcp-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    OUT.mkdir(parents=True, exist_ok=True)
+    out = OUT / f"mcp-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(run, indent=2))
     text = markdown(run)
     print(text)

@@ -476,7 +476,7 @@ def cold(commands: dict[tuple[str, str], Callable[[], None]], rounds: int) -> di
 
 
 def measure_size(size: int, args: argparse.Namespace, python: Path, log: Any) -> dict[str, Any]:
-    from latency import label, load_average
+    from common import label, load_average
 
     folder = OUT / f"peers-{label(size)}"
     if folder.exists():
@@ -513,7 +513,7 @@ def measure_size(size: int, args: argparse.Namespace, python: Path, log: Any) ->
 
 # ---------------------------------------------------------------------------- results
 def render(data: dict[str, Any]) -> str:
-    from latency import label
+    from common import label
 
     names = [
         name
@@ -611,6 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.install_peers:
         install_peers()
     import latency
+    from common import parse_size, write_section
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -624,15 +625,13 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}",
         "sizes": [],
     }
-    for size in sorted(latency.parse_size(s) for s in args.sizes.split(",") if s.strip()):
+    for size in sorted(parse_size(s) for s in args.sizes.split(",") if s.strip()):
         data["sizes"].append(measure_size(size, args, python, log))
     (OUT / f"peers-{time.strftime('%Y%m%d-%H%M%S')}.json").write_text(json.dumps(data, indent=2))
     section = render(data)
     print(section)
     if not args.no_write:
-        from team import write_results  # the same results.md, our markers
-
-        write_results(section, BEGIN, END)
+        write_section(section, BEGIN, END)
     return 0
 
 

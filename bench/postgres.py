@@ -41,13 +41,19 @@ for folder in (ROOT, HERE):
         sys.path.insert(0, str(folder))
 
 import workload  # noqa: E402
-from latency import label, load_average, machine, parse_size, percentile  # noqa: E402
+from common import (  # noqa: E402
+    OUT,
+    label,
+    load_average,
+    machine,
+    parse_size,
+    percentile,
+    write_section,
+)
 
 from nervamem import MemoryStore  # noqa: E402
 from tests.pg_server import PgServer  # noqa: E402
 
-OUT = HERE / "out"
-RESULTS = HERE / "results.md"
 BEGIN, END = "<!-- postgres:begin -->", "<!-- postgres:end -->"
 BUDGET = 500
 TARGETS = {"p50_100k_ms": 15.0, "ingest_per_s": 5_000.0}
@@ -251,13 +257,7 @@ def render(data: dict[str, Any]) -> str:
 
 def write_results(section: str) -> None:
     """Our section of results.md replaced (appended the first time); the rest is kept."""
-    text = RESULTS.read_text(encoding="utf-8")
-    start, end = text.find(BEGIN), text.find(END)
-    if start != -1 and end != -1:
-        text = text[:start] + section.rstrip("\n") + text[end + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    RESULTS.write_text(text, encoding="utf-8")
+    write_section(section, BEGIN, END)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,6 +50,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.corpus import Corpus, Memory, Question, Session
 from nervamem import MemoryStore
 from nervamem.models import RecallResult
 
@@ -63,50 +64,6 @@ LOCOMO_CATEGORIES = {
     5: "adversarial",
 }
 INGEST_START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=timezone.utc)
-
-
-# ---------------------------------------------------------------------------- data model
-@dataclass
-class Memory:
-    """One node to store. ``key`` names it for supersedes / caused_by references."""
-
-    key: str
-    kind: str
-    content: str
-    valid_from: str
-    entities: tuple[str, ...] = ()
-    supersedes: str | None = None
-    caused_by: tuple[str, ...] = ()
-    confidence: float = 1.0
-    rationale: str | None = None  # decisions only
-    rejected: tuple[str, ...] = ()  # decisions only
-
-
-@dataclass
-class Session:
-    title: str
-    memories: list[Memory]
-    # When the agent recorded it (moves the store's clock); None: at ingest time.
-    recorded_from: str | None = None
-
-
-@dataclass
-class Question:
-    text: str
-    category: str
-    expected: tuple[str, ...]  # texts that should appear in the recall
-    forbidden: tuple[str, ...] = ()  # texts that must not (superseded versions)
-    any_of: bool = False  # one expected text is the whole answer (near-duplicates)
-
-
-@dataclass
-class Corpus:
-    """What one store holds, and the questions asked of it."""
-
-    name: str
-    sessions: list[Session]
-    questions: list[Question]
-    loose: list[Memory] = field(default_factory=list)  # stored outside any session
 
 
 # ---------------------------------------------------------------------------- scoring

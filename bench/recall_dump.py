@@ -34,11 +34,11 @@ def main() -> int:
         raise SystemExit(f"nervamem was imported from {nervamem.__file__}, not {root}")
     as_of: str | None = None
     if mode == "--peers":
-        import latency
         import peers
+        from common import parse_size
 
         size = sys.argv[4]
-        queries = peers.Workload(latency.parse_size(size)).queries
+        queries = peers.Workload(parse_size(size)).queries
         source = bench / "out" / f"peers-{size}" / "memory.db"
     else:
         import workload

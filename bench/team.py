@@ -47,7 +47,7 @@ for entry in (ROOT, HERE):
     if str(entry) not in sys.path:
         sys.path.insert(0, str(entry))
 
-from latency import OUT, RESULTS, _children_cpu, load_average, machine, met  # noqa: E402
+from common import OUT, children_cpu, load_average, machine, met, write_section  # noqa: E402
 
 from nervamem import MemoryStore  # noqa: E402
 from nervamem.storage.event_log import FORMAT, canonical_json, event_path  # noqa: E402
@@ -98,11 +98,11 @@ def fresh_process(rounds: int, memories: int, log: Any) -> dict[str, Any]:
     cpu: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(rounds):
         for name, argv in commands.items():
-            before = _children_cpu()
+            before = children_cpu()
             began = time.perf_counter()
             subprocess.run(argv, env=env, capture_output=True, check=True)
             wall[name].append((time.perf_counter() - began) * 1000)
-            cpu[name].append((_children_cpu() - before) * 1000)
+            cpu[name].append((children_cpu() - before) * 1000)
     baseline = statistics.median(wall['python -c "import typer"'])
     rows = {}
     for name in commands:
@@ -408,17 +408,9 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_results(section: str, begin: str = BEGIN, end: str = END) -> None:
-    """Replace our section of results.md (or append it), keeping every other section.
-    (bench/peers.py writes its own section with this, between its own markers.)"""
-    text = RESULTS.read_text(encoding="utf-8")
-    if begin in text and end in text:
-        head, rest = text.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        text = head + section.rstrip("\n") + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    RESULTS.write_text(text, encoding="utf-8")
+def write_results(section: str) -> None:
+    """Replace our section of results.md (or append it), keeping every other section."""
+    write_section(section, BEGIN, END)
 
 
 def main(argv: list[str] | None = None) -> int:

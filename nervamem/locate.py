@@ -18,6 +18,7 @@ import functools
 import os
 import re
 from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from .errors import BadInputError, StoreError
 
@@ -202,3 +203,60 @@ def keep_store_out_of_git(store_folder: Path) -> bool:
     except OSError:
         return False
     return True
+
+
+# A PostgreSQL URL as shown to people and written to files: without its password. Here,
+# beside the other rules about store names, so that the CLI needs no engine module.
+def shown_url(url: str) -> str:
+    """The URL with its password (in the netloc or a ``password=`` parameter) as ***."""
+    return _without_password(url, "***")
+
+
+def url_without_password(url: str) -> str:
+    """The URL with its password left out (for a configuration file: libpq then reads
+    it from PGPASSWORD or ~/.pgpass)."""
+    return _without_password(url, None)
+
+
+def _without_password(url: str, mask: str | None) -> str:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "a PostgreSQL URL that does not parse"
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        if ":" in user:
+            user = user.split(":", 1)[0] + (f":{mask}" if mask else "")
+        netloc = f"{user}@{host}"
+    pairs = [
+        (key, mask if key.lower() == "password" else value)
+        for key, value in parse_qsl(parts.query, keep_blank_values=True)
+        if mask is not None or key.lower() != "password"
+    ]
+    query = urlencode(pairs, safe="/*") if pairs else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def secrets_of(url: str) -> list[str]:
+    """What of a URL may be a password, to scrub from any message that might echo it:
+    the password as urllib and as libpq read it, everything between the user's ``:``
+    and the last ``@`` before the path (libpq splits an unencoded ``@`` at the first
+    one and then quotes the rest as a host), each ``@``- or ``/``-separated piece of
+    those, and a ``password=`` parameter; longest first, so that no piece is left."""
+    found: list[str] = []
+    try:
+        parts = urlsplit(url)
+        found += [parts.password or ""]
+        found += [v for k, v in parse_qsl(parts.query) if k.lower() == "password"]
+    except ValueError:
+        pass
+    rest = url.partition("://")[2].split("?", 1)[0]
+    user_info = rest.rpartition("@")[0]
+    if ":" in user_info:
+        found.append(user_info.split(":", 1)[1])
+    found += [m.group(1) for m in re.finditer(r"[?&]password=([^&#]*)", url, re.IGNORECASE)]
+    pieces = {unquote(text) for text in found} | set(found)
+    for text in list(pieces):
+        pieces.update(piece for piece in re.split(r"[@/]", text) if len(piece) >= 3)
+    return sorted((piece for piece in pieces if piece), key=len, reverse=True)

@@ -465,7 +465,7 @@ def import_events(
                 applied,
             )
             if write_files and log is not None:
-                from .storage.event_log import write_file_durably
+                from .durable import write_file_durably
 
                 events_by_id = {event["id"]: event for _, event in parsed}
                 for event_id, recorded_at in applied:
@@ -1000,7 +1000,7 @@ def share(storage: Storage) -> int:
         return 0
     import shutil
 
-    from .storage.event_log import write_file_durably
+    from .durable import write_file_durably
 
     # The history goes into a folder of another name, which becomes the events folder
     # once whole, just before COMMIT: killed or interrupted part-way, the store is not
@@ -1107,7 +1107,7 @@ def mark_shared(folder: Path) -> None:
     committed, and a clone without it would not know the store is shared)."""
     readme = folder / "README.md"
     if not readme.exists():
-        from .storage.event_log import write_file_durably
+        from .durable import write_file_durably
 
         write_file_durably(readme, EVENTS_README)
 

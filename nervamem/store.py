@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING
 from . import nodes
 from .ids import MIN_SHORT_DIGITS, RandomSource
 from .storage.choose import open_storage
-from .storage.engine import Connection, Storage
-from .storage.sqlite import Clock
+from .storage.engine import Clock, Connection, Storage
 
 if TYPE_CHECKING:
     from .browse import ListedNode, ListFilter, NodeDetail

@@ -4,10 +4,13 @@ ID source so that IDs and times in snapshots are deterministic (no matcher that 
 anything).
 
 Engines: a test that uses ``store``, ``make_store``, ``cli`` or ``db_path`` (all
-through the ``engine`` fixture) runs once per engine in tests/core, tests/cli and
-tests/mcp, with the same assertions and the same snapshots: the same output on both is
-the point. Elsewhere, or marked ``sqlite_only`` (a test about the SQLite file itself:
-its WAL, its folder, state.yaml), it runs on SQLite only. PostgreSQL tests are skipped
+through the ``engine`` fixture) runs once per engine when it is marked
+``both_engines`` (most modules say so in their ``pytestmark``), with the same assertions
+and the same snapshots: the same output on both is the point. Marked ``sqlite_only`` (a
+test about the SQLite file itself: its WAL, its folder, state.yaml) it runs on SQLite
+only; marked ``postgresql_only``, on the server only. The mark, not the folder a test
+sits in, decides, and a test that takes a store without one of the three is refused at
+collection. PostgreSQL tests are skipped
 with the reason only when the server cannot be started; under CI=true they fail instead.
 """
 
@@ -28,6 +31,8 @@ from typer.testing import CliRunner
 from nervamem import MemoryStore
 from nervamem.cli import app as cli_app
 from nervamem.cli import context as cli_context
+
+pytest_plugins = ("pytester",)  # tests/test_engine_marks.py
 
 START = datetime(2026, 7, 3, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -73,22 +78,25 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-BOTH_ENGINES_UNDER = ("core", "cli", "mcp")
 ENGINES = ("sqlite", "postgresql")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "engine" not in metafunc.fixturenames:
         return
-    folder = Path(str(metafunc.definition.fspath)).parent.name
     if metafunc.definition.get_closest_marker("postgresql_only"):
         engines: tuple[str, ...] = ("postgresql",)
     elif metafunc.definition.get_closest_marker("sqlite_only"):
         engines = ("sqlite",)
-    elif folder in BOTH_ENGINES_UNDER:
+    elif metafunc.definition.get_closest_marker("both_engines"):
         engines = ENGINES
     else:
-        engines = ("sqlite",)
+        # Which engines a test runs on is said, not inferred: a new module that takes a
+        # store must choose, so that PostgreSQL is never left out by accident.
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid} takes a store (the engine fixture) but is not"
+            " marked both_engines, sqlite_only or postgresql_only"
+        )
     metafunc.parametrize("engine", engines, indirect=True)
 
 

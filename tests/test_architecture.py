@@ -112,6 +112,31 @@ def test_node_and_edge_kinds_are_declared_once_and_the_schema_agrees() -> None:
     assert sorted(kind for kind, _ in SECTIONS) == sorted(NODE_KINDS)
 
 
+def test_recall_module_map_names_every_module_in_import_order() -> None:
+    """recall/__init__.py lists each module of the package once, and a module imports
+    only those above it in the list."""
+    recall = PACKAGE / "recall"
+    doc = ast.get_docstring(ast.parse((recall / "__init__.py").read_text(encoding="utf-8")))
+    assert doc is not None
+    listed = [
+        line.split()[0].removesuffix(".py")
+        for line in doc.splitlines()
+        if line.startswith("    ") and line.split()[0].endswith(".py")
+    ]
+    modules = sorted(p.stem for p in recall.glob("*.py") if p.stem != "__init__")
+    assert sorted(listed) == modules
+    for position, name in enumerate(listed):
+        tree = ast.parse((recall / f"{name}.py").read_text(encoding="utf-8"))
+        imported = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                if node.module:
+                    imported.add(node.module.split(".")[0])
+                else:
+                    imported.update(alias.name for alias in node.names)
+        assert imported <= set(listed[:position]), (name, imported - set(listed[:position]))
+
+
 # Modules that ask the Storage and TextIndex protocols for what differs between engines,
 # never which engine they are on (issue 32).
 ENGINE_BLIND = (

@@ -24,6 +24,8 @@ import nervamem
 from nervamem.errors import ExitCode, NervamemError
 from tools import clitree, gen_man, generate
 
+pytestmark = pytest.mark.sqlite_only  # not yet run against PostgreSQL
+
 ROOT = Path(__file__).resolve().parent.parent
 REGENERATE = "out of date: run python tools/generate.py and commit the result"
 

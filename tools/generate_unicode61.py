@@ -6,7 +6,7 @@ that come back say what the tokenizer does with it: one token "a<f>a" (c is a to
 character folded to f, maybe to nothing) or two tokens "a", "a" (c separates tokens).
 The tokenizer is stateless per code point, so these two tables are all of it. The
 PostgreSQL engine tokenises with them (storage/tokenizer.py), so that both engines index
-the same terms; tests/core/test_tokenizer.py checks them against FTS5 again.
+the same terms; tests/storage/test_tokenizer.py checks them against FTS5 again.
 
 Run: python tools/generate_unicode61.py  (about 10 s)
 """

@@ -137,9 +137,8 @@ def _refuse_a_url_the_hooks_cannot_see(ctx: typer.Context) -> None:
     that is refused, saying what to set (the URL is not written into the scripts: it
     may hold a password, and the scripts are shared by everyone using the clone)."""
     from ..errors import BadInputError
-    from ..locate import is_store_url, store_url
+    from ..locate import is_store_url, store_url, url_without_password
     from ..storage.choose import store_name_in_environment
-    from ..storage.postgres import url_without_password
 
     given = root_settings(ctx).db
     if given is None or not is_store_url(given):

@@ -70,7 +70,7 @@ def mcp(
         store = resolve_store(settings.db)
         left_out = False
         if isinstance(store, str):
-            from ..storage.postgres import secrets_of, url_without_password
+            from ..locate import secrets_of, url_without_password
 
             # A configuration file is output too: the password stays out of it (libpq
             # reads it from PGPASSWORD or ~/.pgpass, docs/postgres.md).

@@ -85,7 +85,7 @@ def export(
                 sys.stdout.write(line)
             sys.stdout.flush()
             return
-        from ..storage.event_log import write_file_durably
+        from ..durable import write_file_durably
 
         target = _output_path(output_file)
         _refuse_the_store_itself(target, memory.path)

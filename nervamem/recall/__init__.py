@@ -6,6 +6,8 @@ it in this list; none imports the CLI or a renderer):
     mask.py             the temporal mask: which nodes may be shown as of a moment
     tokens.py           token counters: what the budget is measured with
     terms.py            query terms, key terms and stop words
+    irregular.py        irregular English verbs: a query's base form, a memory's past
+    node_cache.py       node rows, degrees and neighbours kept between recalls (SQLite)
     candidates.py       node rows, the Candidate they become, degree and session lookups
     relevance.py        how well a hit's text answers the query (IDF, BM25 norm, ...)
     search.py           the hits: one pipeline of term lookups and the prefix stage over
@@ -13,8 +15,11 @@ it in this list; none imports the CLI or a renderer):
     questions.py        a memory that asks is answered by the one after it
     session_context.py  what was recorded next to a hit in its session
     expansion_postgres.py  expansion's edge and row reads on PostgreSQL, one statement a hop
+    expansion_sqlite.py    the newest neighbours of a hub on SQLite (edges keyed by seq)
     expansion.py        graph neighbours of the best candidates
     sessions_rank.py    a session node ranks below the memories found
+    topics.py           a query that names a topic is answered by the decision about it
+    when.py             a question that asks for a time is answered by a memory that says when
     scoring.py          relevance x recency x frequency x connectivity; the top k
     packing.py          the Markdown of a recall, packed within the budget
     validation.py       what recall and timeline refuse

@@ -20,7 +20,7 @@ Rules a reader must not break:
   then reads SQL every time.
 * A cached row is shown only through the namespace filter and the temporal mask that
   the SQL would apply: :func:`admits` is mask.mask_sql's twin for a plain ``as_of``
-  (tests/core/test_node_cache.py checks the two against each other on arbitrary rows);
+  (tests/recall/test_node_cache.py checks the two against each other on arbitrary rows);
   a KnownAt mask (``--known-at``) reads its rows with SQL.
 * Bounded: at most MAX_ROWS rows and MAX_NODES degrees, neighbour and causal lists,
   those not used for longest dropped first (:class:`Recent`): ~800 B a row with its

@@ -3,7 +3,7 @@
 One pipeline for every engine: the engine's text index (storage/text_index.py, FTS5 on
 SQLite, term tables on PostgreSQL) finds rows; which terms, what limits, which rows are
 read and how they score is decided here, so that the same memories rank the same on
-both engines (tests/core/test_search_postgres.py).
+both engines (tests/recall/test_search_postgres.py).
 
 Rules a reader must not break:
 * User text is data, never query syntax: it reaches the index as terms, which each

@@ -2,17 +2,26 @@
 (one reading of the clock per transaction: every ID, ``recorded_at`` and default
 ``valid_from`` a transaction writes share it), and the active namespace and session,
 read through the engine's :meth:`StorageBase.read_state` (state.yaml beside an SQLite
-file, a row of ``mem_state`` on PostgreSQL), and what a schema version asks of the
-engine that opens it (:meth:`StorageBase.must_migrate`)."""
+file, a row of ``mem_state`` on PostgreSQL), and the one migration runner
+(:meth:`StorageBase.migrate_schema`) over each engine's ordered registry (migrations.py,
+postgres_schema.py), with what a schema version asks of the engine that opens it
+(:meth:`StorageBase.must_migrate`)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import UPGRADE_NEEDED, BadInputError, SchemaTooNewError, SchemaUpgradeNeededError
+from ..errors import (
+    UPGRADE_NEEDED,
+    BadInputError,
+    SchemaTooNewError,
+    SchemaUpgradeNeededError,
+    StoreError,
+)
 from ..ids import make_id
 from ..state import State, validate_namespace
 from ..timeparse import format_time
@@ -52,6 +61,47 @@ class StorageBase:
         them (recall/access_counts.py)."""
         if self.pending_counts is not None:
             self.pending_counts.flush()
+
+    read_only: bool
+
+    def transaction(self) -> AbstractContextManager[None]:
+        raise NotImplementedError
+
+    def migrate_schema(
+        self, conn: Any, migrations: Sequence[tuple[str, Callable[[Any], None]]]
+    ) -> None:
+        """Bring the store's schema to the last of ``migrations`` (the engine's registry:
+        recorded name, function), in one write transaction: each migration past the
+        store's version runs, then its record (record_migration). The version is read
+        again under the write lock, so two processes opening an older or a new store at
+        once migrate it once."""
+        latest = len(migrations)
+        if not self.must_migrate(self.schema_version(conn), latest):
+            return
+        if self.read_only:
+            raise StoreError(f"{self.location} is read-only and needs a schema upgrade")
+        with self.transaction():
+            version = self.schema_version(conn)
+            if not self.must_migrate(version, latest):
+                return
+            self.prepare_migrations(conn, version)
+            for number, (name, migrate) in enumerate(migrations, start=1):
+                if number > version:
+                    migrate(conn)
+                    self.record_migration(conn, number, name)
+
+    def schema_version(self, conn: Any) -> int:
+        """The number of migrations applied to the store; 0 for a new one."""
+        raise NotImplementedError
+
+    def prepare_migrations(self, conn: Any, version: int) -> None:
+        """Before the first migration past ``version``, in its transaction: refuse what
+        is not a nervamem store, make the table of records."""
+        raise NotImplementedError
+
+    def record_migration(self, conn: Any, number: int, name: str) -> None:
+        """Record that migration ``number`` (recorded as ``name``) is applied."""
+        raise NotImplementedError
 
     def must_migrate(self, version: int, latest: int) -> bool:
         """Whether a store at schema ``version`` is to be migrated to ``latest``: not

@@ -41,10 +41,13 @@ if TYPE_CHECKING:
     from .common import PendingWrites
     from .event_log import EventLog
 
+# What a store asks for the time: a test passes a fixed one.
+Clock = Callable[[], datetime]
+
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
 # The tail of an INSERT into mem_edges that leaves an edge already there alone. On
-# SQLite mem_edges is a view (migrations.m007_edges_by_seq) that refuses an upsert and
+# SQLite mem_edges is a view (migrations.key_edges_by_seq) that refuses an upsert and
 # whose trigger leaves the edge alone itself.
 IGNORE_EXISTING_EDGE = {SQLITE: "", POSTGRESQL: " ON CONFLICT DO NOTHING"}
 

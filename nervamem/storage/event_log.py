@@ -39,6 +39,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..durable import write_file_durably
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
@@ -62,7 +64,7 @@ BEGIN INSERT INTO nervamem_outbox (change) VALUES (json_object(
     'namespace', new.namespace, 'valid_from', new.valid_from, 'valid_until', new.valid_until,
     'recorded_at', new.recorded_at, 'confidence', new.confidence, 'data', json(new.data)));
 END""",
-    # On mem_links, the table behind the view mem_edges (migrations.m007_edges_by_seq):
+    # On mem_links, the table behind the view mem_edges (migrations.key_edges_by_seq):
     # the edge as mem_edges shows it.
     """CREATE TEMP TRIGGER IF NOT EXISTS nervamem_event_edge AFTER INSERT ON main.mem_links
 BEGIN INSERT INTO nervamem_outbox (change) SELECT json_object(
@@ -155,32 +157,6 @@ def new_event_id(epoch_ms: int, random_value: int) -> str:
 def event_path(folder: Path, event_id: str, recorded_at: str) -> Path:
     """``events/YYYY/MM/<id>.json``: a month's folder, so no folder grows without bound."""
     return folder / recorded_at[:4] / recorded_at[5:7] / f"{event_id}.json"
-
-
-def write_file_durably(path: Path, text: str, *, sync: bool = True) -> None:
-    """Temporary name, fsync, rename, fsync of the folder: the file is whole or absent.
-    ``sync=False`` leaves out the two fsyncs (whole or absent still holds after a crash
-    of the process, not after a power loss): for event files, whose durability is the
-    database's (EventLog.write_event)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    try:
-        with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            if sync:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    if not sync:
-        return
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
 
 
 def folder_stamp(folder: Path) -> str:

@@ -1,8 +1,12 @@
-"""Ordered registry of named schema migrations.
+"""SQLite's schema migrations: an ordered registry of functions named for what they do.
 
-Each migration runs in one transaction together with its record in ``mem_migrations``;
+A migration's version is its place in :data:`MIGRATIONS` (1 for the first). The runner
+(``StorageBase.migrate_schema`` in common.py, shared with PostgreSQL) applies those past
+the store's version in one transaction, each with its record in ``mem_migrations``;
 ``PRAGMA user_version`` holds the number applied, so an older nervamem can refuse a store
-written by a newer one instead of damaging it. Append only: never edit or reorder.
+written by a newer one instead of damaging it. Append only: never edit, reorder or
+rename a recorded name (``m001_initial``...), which existing stores hold as history; the
+functions' names are free to say what each one does.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Callable
 Migration = Callable[[sqlite3.Connection], None]
 
 
-def m001_initial(conn: sqlite3.Connection) -> None:
+def create_tables(conn: sqlite3.Connection) -> None:
     from importlib import resources  # only when a store is created: start-up time
 
     script = resources.files("nervamem.storage").joinpath("schema.sql").read_text(encoding="utf-8")
@@ -46,7 +50,7 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
-def m002_node_degree(conn: sqlite3.Connection) -> None:
+def count_node_degrees(conn: sqlite3.Connection) -> None:
     """mem_degree: each node's number of edges (both directions, every kind), kept by
     triggers. Recall's connectivity factor needs the degree of its candidates, and
     counting the edges of a hub entity (tens of thousands of ABOUT edges at 1M nodes) on
@@ -83,14 +87,14 @@ END"""
     )
 
 
-def m003_id_random_part(conn: sqlite3.Connection) -> None:
+def index_id_random_part(conn: sqlite3.Connection) -> None:
     """An index on each ID's random part (its last 16 hex digits): short IDs (ids.py)
     are a prefix of it, and both finding the shortest unambiguous one and resolving one
     are range reads of this index."""
     conn.execute("CREATE INDEX mem_nodes_id_random ON mem_nodes (substr(id, -16))")
 
 
-def m004_search_index_repair(conn: sqlite3.Connection) -> None:
+def repair_search_index(conn: sqlite3.Connection) -> None:
     """Stores written by nervamem before this migration ran FTS5's 'optimize' after every
     purge, which added index levels without bound; past ~1,000 purges FTS5 refuses to load
     the index and every store and recall fails. Rebuild the index from mem_nodes where
@@ -102,10 +106,10 @@ def m004_search_index_repair(conn: sqlite3.Connection) -> None:
         search_index.rebuild(conn)
 
 
-# What m005 indexes beside a node's content: a decision's rationale and the alternatives
-# it rejected (``data``'s ``rationale`` and ``rejected``, the latter as its JSON text,
-# whose brackets and quotes the tokenizer drops). A virtual generated column: computed
-# where read (the triggers and a rebuild), stored nowhere.
+# What index_decision_rationale (m005) indexes beside a node's content: a decision's
+# rationale and the alternatives it rejected (``data``'s ``rationale`` and ``rejected``,
+# the latter as its JSON text, whose brackets and quotes the tokenizer drops). A virtual
+# generated column: computed where read (the triggers and a rebuild), stored nowhere.
 WHY_EXPRESSION = (
     "CASE WHEN kind = 'decision' THEN nullif(trim("
     "coalesce(json_extract(data, '$.rationale'), '') || ' ' || "
@@ -114,7 +118,7 @@ WHY_EXPRESSION = (
 WHY_COLUMN = f"why TEXT GENERATED ALWAYS AS ({WHY_EXPRESSION}) VIRTUAL"
 
 
-def m005_search_rationale(conn: sqlite3.Connection) -> None:
+def index_decision_rationale(conn: sqlite3.Connection) -> None:
     """A decision's rationale and rejected alternatives are searchable: the full-text
     index gets a second column, ``why`` (WHY_COLUMN), filled from mem_nodes like
     ``content``. The index is made again with both columns, so a store written before
@@ -155,7 +159,7 @@ END"""
     conn.execute("INSERT INTO mem_fts (mem_fts) VALUES ('rebuild')")
 
 
-def m006_event_log(conn: sqlite3.Connection) -> None:
+def add_event_log(conn: sqlite3.Connection) -> None:
     """What a shared store (docs/team-memory.md) and transaction-time queries need.
 
     ``tombstoned_at``: when a node was forgotten, so that ``--known-at`` can tell what was
@@ -189,9 +193,9 @@ def m006_event_log(conn: sqlite3.Connection) -> None:
     )
 
 
-# m007's objects. The edge kinds are written out (not taken from kinds.py) because a
-# migration must create what it created when it was written. Their codes: the commonest
-# first, as SQLite stores 0 and 1 in no bytes at all.
+# key_edges_by_seq's (m007) objects. The edge kinds are written out (not taken from
+# kinds.py) because a migration must create what it created when it was written. Their
+# codes: the commonest first, as SQLite stores 0 and 1 in no bytes at all.
 EDGE_KIND_CODES = (
     "ABOUT",
     "OCCURRED_IN",
@@ -289,7 +293,7 @@ END""",
 )
 
 
-def m007_edges_by_seq(conn: sqlite3.Connection) -> None:
+def key_edges_by_seq(conn: sqlite3.Connection) -> None:
     """Edges and degrees keyed by the nodes' integer ``seq`` instead of their text IDs
     (issue 21: bytes per memory). A 31-character ID was stored about seven times per
     memory: both ends of each edge, again in the index on ``dst``, and as ``mem_degree``'s
@@ -357,14 +361,15 @@ def m007_edges_by_seq(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+# (the name mem_migrations records, never changed; the function that applies it)
 MIGRATIONS: list[tuple[str, Migration]] = [
-    ("m001_initial", m001_initial),
-    ("m002_node_degree", m002_node_degree),
-    ("m003_id_random_part", m003_id_random_part),
-    ("m004_search_index_repair", m004_search_index_repair),
-    ("m005_search_rationale", m005_search_rationale),
-    ("m006_event_log", m006_event_log),
-    ("m007_edges_by_seq", m007_edges_by_seq),
+    ("m001_initial", create_tables),
+    ("m002_node_degree", count_node_degrees),
+    ("m003_id_random_part", index_id_random_part),
+    ("m004_search_index_repair", repair_search_index),
+    ("m005_search_rationale", index_decision_rationale),
+    ("m006_event_log", add_event_log),
+    ("m007_edges_by_seq", key_edges_by_seq),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

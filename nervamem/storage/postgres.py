@@ -54,7 +54,6 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from ..errors import (
     BadInputError,
@@ -63,7 +62,14 @@ from ..errors import (
     StoreLockedError,
 )
 from ..ids import RandomSource, random_bits
-from ..locate import STORE_DIR, home_store, store_url, working_folder
+from ..locate import (
+    STORE_DIR,
+    home_store,
+    secrets_of,
+    shown_url,
+    store_url,
+    working_folder,
+)
 from ..state import State, state_from_text, state_text, validate_namespace
 from .common import StorageBase, env_whole_number
 from .engine import POSTGRESQL, Connection, Cursor
@@ -96,61 +102,6 @@ _QUERY_CANCELED = "57014"
 # Nodes indexed by one transaction from which refresh_statistics looks at the planner's
 # statistics (a bulk write: store_many, an import).
 ANALYZE_AFTER_ROWS = 1000
-
-
-def shown_url(url: str) -> str:
-    """The URL with its password (in the netloc or a ``password=`` parameter) as ***."""
-    return _without_password(url, "***")
-
-
-def url_without_password(url: str) -> str:
-    """The URL with its password left out (for a configuration file: libpq then reads
-    it from PGPASSWORD or ~/.pgpass)."""
-    return _without_password(url, None)
-
-
-def _without_password(url: str, mask: str | None) -> str:
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "a PostgreSQL URL that does not parse"
-    netloc = parts.netloc
-    if "@" in netloc:
-        user, _, host = netloc.rpartition("@")
-        if ":" in user:
-            user = user.split(":", 1)[0] + (f":{mask}" if mask else "")
-        netloc = f"{user}@{host}"
-    pairs = [
-        (key, mask if key.lower() == "password" else value)
-        for key, value in parse_qsl(parts.query, keep_blank_values=True)
-        if mask is not None or key.lower() != "password"
-    ]
-    query = urlencode(pairs, safe="/*") if pairs else ""
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def secrets_of(url: str) -> list[str]:
-    """What of a URL may be a password, to scrub from any message that might echo it:
-    the password as urllib and as libpq read it, everything between the user's ``:``
-    and the last ``@`` before the path (libpq splits an unencoded ``@`` at the first
-    one and then quotes the rest as a host), each ``@``- or ``/``-separated piece of
-    those, and a ``password=`` parameter; longest first, so that no piece is left."""
-    found: list[str] = []
-    try:
-        parts = urlsplit(url)
-        found += [parts.password or ""]
-        found += [v for k, v in parse_qsl(parts.query) if k.lower() == "password"]
-    except ValueError:
-        pass
-    rest = url.partition("://")[2].split("?", 1)[0]
-    user_info = rest.rpartition("@")[0]
-    if ":" in user_info:
-        found.append(user_info.split(":", 1)[1])
-    found += [m.group(1) for m in re.finditer(r"[?&]password=([^&#]*)", url, re.IGNORECASE)]
-    pieces = {unquote(text) for text in found} | set(found)
-    for text in list(pieces):
-        pieces.update(piece for piece in re.split(r"[@/]", text) if len(piece) >= 3)
-    return sorted((piece for piece in pieces if piece), key=len, reverse=True)
 
 
 def parse_error(message: str, secrets: Iterable[str]) -> str:
@@ -370,32 +321,26 @@ class PostgresStorage(StorageBase):
         return conn
 
     def _migrate(self, conn: PgConnection) -> None:
-        from .postgres_schema import (
-            MIGRATIONS,
-            SCHEMA_VERSION,
-            applied_version,
-            create_migrations_table,
-        )
+        from .postgres_schema import MIGRATIONS
 
-        if not self.must_migrate(applied_version(conn), SCHEMA_VERSION):
-            return
-        with self.transaction():
-            # Under the write lock: two processes opening a new database at once
-            # migrate it once.
-            create_migrations_table(conn)
-            # Again under the lock: another process may have migrated it meanwhile.
-            version = applied_version(conn)
-            if not self.must_migrate(version, SCHEMA_VERSION):
-                return
-            self.created = version == 0
-            for index, (name, migrate) in enumerate(MIGRATIONS, start=1):
-                if index <= version:
-                    continue
-                migrate(conn)
-                conn.execute(
-                    "INSERT INTO mem_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                    (index, name, self.now()),
-                )
+        self.migrate_schema(conn, MIGRATIONS)
+
+    def schema_version(self, conn: PgConnection) -> int:
+        from .postgres_schema import applied_version
+
+        return applied_version(conn)
+
+    def prepare_migrations(self, conn: PgConnection, version: int) -> None:
+        from .postgres_schema import create_migrations_table
+
+        create_migrations_table(conn)
+        self.created = version == 0
+
+    def record_migration(self, conn: PgConnection, number: int, name: str) -> None:
+        conn.execute(
+            "INSERT INTO mem_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+            (number, name, self.now()),
+        )
 
     def close(self) -> None:
         if self._connection is not None:

@@ -17,9 +17,11 @@ alike. Where PostgreSQL differs, the schema bridges it instead of the features:
 * ``mem_degree`` is kept by triggers, as in SQLite, and so is ``why`` (SQLite computes it
   as a virtual generated column);
 
-Applied migrations are rows of ``mem_migrations`` (version, name); a database whose
-highest version is above :data:`SCHEMA_VERSION` was written by a newer nervamem and is
-refused untouched (postgres.py). Append only: never edit or reorder.
+Applied migrations are rows of ``mem_migrations`` (version, name), written by the runner
+both engines share (``StorageBase.migrate_schema``, common.py); a database whose highest
+version is above :data:`SCHEMA_VERSION` was written by a newer nervamem and is refused
+untouched. Append only: never edit, reorder or rename a recorded name (``m001_initial``,
+history in every database); the functions are named for what they do.
 
 The full-text search tables of recall on PostgreSQL are added by their own migration
 (the search stage's module). The event-log tables exist so that ``import`` works here
@@ -177,7 +179,7 @@ END $$""",
 ]
 
 
-def m001_initial(conn: Connection) -> None:
+def create_tables(conn: Connection) -> None:
     for statement in _INITIAL:
         conn.execute(statement)
 
@@ -197,16 +199,17 @@ def create_migrations_table(conn: Connection) -> None:
     )
 
 
-def m002_search_index(conn: Connection) -> None:
+def add_search_index(conn: Connection) -> None:
     """Recall's full-text index: term tables filled with FTS5's terms (postgres_search.py)."""
     from .postgres_search import create_search_index
 
     create_search_index(conn)
 
 
+# (the name mem_migrations records, never changed; the function that applies it)
 MIGRATIONS: list[tuple[str, Migration]] = [
-    ("m001_initial", m001_initial),
-    ("m002_search_index", m002_search_index),
+    ("m001_initial", create_tables),
+    ("m002_search_index", add_search_index),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -22,7 +22,7 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,7 +39,7 @@ from ..locate import resolve_db_path, shown_path
 from ..state import State, load_state, validate_namespace
 from ..state import save_state as write_state_file
 from .common import StorageBase, env_whole_number
-from .engine import SQLITE
+from .engine import SQLITE, Clock
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from .event_log import EventLog
     from .write_queue import WriteQueue
 
-Clock = Callable[[], datetime]
 DEFAULT_BUSY_TIMEOUT_MS = 15_000
 CACHE_KIB = 65_536
 ENV_BUSY_TIMEOUT = "NERVAMEM_BUSY_TIMEOUT_MS"
@@ -209,33 +208,29 @@ class Storage(StorageBase):
         return conn
 
     def _migrate(self) -> None:
-        version = int(self.connection.execute("PRAGMA user_version").fetchone()[0])
-        if not self.must_migrate(version, SCHEMA_VERSION):
-            return
-        if self.read_only:
-            raise StoreError(f"{self.path} is read-only and needs a schema upgrade")
-        with self.transaction():
-            version = int(self.connection.execute("PRAGMA user_version").fetchone()[0])
-            if (
-                version == 0
-                and self.connection.execute(
-                    "SELECT 1 FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' LIMIT 1"
-                ).fetchone()
-            ):
-                raise StoreError(f"{self.path} is an SQLite database, but not a nervamem store")
-            self.connection.execute(
-                "CREATE TABLE IF NOT EXISTS mem_migrations "
-                "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-            )
-            for index, (name, migrate) in enumerate(MIGRATIONS, start=1):
-                if index <= version:
-                    continue
-                migrate(self.connection)
-                self.connection.execute(
-                    "INSERT INTO mem_migrations (name, applied_at) VALUES (?, ?)",
-                    (name, self.now()),
-                )
-                self.connection.execute(f"PRAGMA user_version = {index}")
+        self.migrate_schema(self.connection, MIGRATIONS)
+
+    def schema_version(self, conn: sqlite3.Connection) -> int:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def prepare_migrations(self, conn: sqlite3.Connection, version: int) -> None:
+        if (
+            version == 0
+            and conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' LIMIT 1"
+            ).fetchone()
+        ):
+            raise StoreError(f"{self.path} is an SQLite database, but not a nervamem store")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS mem_migrations "
+            "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+
+    def record_migration(self, conn: sqlite3.Connection, number: int, name: str) -> None:
+        conn.execute(
+            "INSERT INTO mem_migrations (name, applied_at) VALUES (?, ?)", (name, self.now())
+        )
+        conn.execute(f"PRAGMA user_version = {number}")
 
     def commits_by_others(self) -> int | None:
         if self.connection.in_transaction:

@@ -2,7 +2,7 @@
 entity resolution (entities.py) ask of an engine, each engine answering with its own
 SQL: FTS5's ``mem_fts`` on SQLite (sqlite_text_index.py), the term tables of
 postgres_search.py on PostgreSQL (postgres_text_index.py). The same memories give the
-same answers on both (tests/core/test_search_postgres.py).
+same answers on both (tests/recall/test_search_postgres.py).
 
 What stays with the caller: which terms to look up (recall/terms.py), their forms
 (recall/irregular.py), the mask (recall/mask.py), the limits and every score. The index

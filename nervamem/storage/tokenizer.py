@@ -12,7 +12,7 @@ Rules a reader must not break:
 * The stemmer follows FTS5's own Porter implementation (fts5_tokenize.c), quirks
   included: it works on the token's UTF-8 bytes, leaves tokens shorter than 3 or longer
   than 64 bytes alone, and treats every byte that is not a, e, i, o, u (or y after a
-  consonant) as a consonant. tests/core/test_tokenizer.py compares both on real text.
+  consonant) as a consonant. tests/storage/test_tokenizer.py compares both on real text.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
+
 Run = Callable[..., Any]
 FORMATS = ("markdown", "json", "table")
 

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.core.test_codegraph import edit, make_repo
+from tests.code.test_codegraph import edit, make_repo
+
+pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
 
 Run = Callable[..., Any]
 SNAPSHOT_FORMATS = ("markdown", "json")

@@ -16,7 +16,9 @@ from nervamem.code import treesitter
 from nervamem.code.languages import SourceLanguage
 from nervamem.code.treesitter import GrammarMissing
 from tests.cli.test_code_cli import _masked, _ok
-from tests.core.test_code_languages import FIXTURES, write_repo
+from tests.code.test_code_languages import FIXTURES, write_repo
+
+pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
 
 Run = Callable[..., Any]
 

@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import store_fingerprint
 
+pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
+
 Run = Callable[..., Any]
 FORMATS = ("markdown", "json", "table")
 

@@ -30,6 +30,8 @@ from nervamem.cli import context, direct, main, root, startup
 from nervamem.errors import NotFoundError
 from tests.conftest import CountingRandom, FakeClock
 
+pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
+
 
 def click_command(name: str) -> Any:
     group = typer.main.get_command(root.command_tree([name, "x"]))

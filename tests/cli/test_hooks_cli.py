@@ -17,7 +17,10 @@ import pytest
 Run = Callable[..., Any]
 FORMATS = ("markdown", "json", "table")
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+pytestmark = [
+    pytest.mark.both_engines,
+    pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
+]
 
 
 def git(repo: Path, *args: str, **env: str) -> str:

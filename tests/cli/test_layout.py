@@ -9,9 +9,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
 import typer
 
 from nervamem.cli import app, startup
+
+pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / "nervamem" / "cli"

@@ -21,6 +21,8 @@ import typer
 from nervamem import __version__
 from nervamem.cli import app
 
+pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
+
 ROOT = Path(__file__).resolve().parents[2]
 HOOK = ROOT / "nervamem" / "git_hooks" / "post-commit"
 ANSI = re.compile(r"\x1b\[([0-9;]*)m")

@@ -8,10 +8,13 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import typer
 from typer.core import TyperGroup
 
 from nervamem.cli import app, typer_compat
+
+pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
 
 
 def test_the_exceptions_are_the_ones_typer_raises() -> None:

@@ -26,6 +26,8 @@ from nervamem.mcp_server.clients import CLIENTS
 from nervamem.mcp_server.tools import TOOLS, MemoryServer
 from tests.test_lazy_imports import heavy_in, run_fresh
 
+pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
+
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 

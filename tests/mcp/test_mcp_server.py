@@ -28,9 +28,11 @@ from typer.testing import CliRunner
 from nervamem import MemoryStore
 from nervamem.cli import app
 from nervamem.mcp_server.tools import TOOLS
-from tests.core.test_codegraph import edit, make_repo
+from tests.code.test_codegraph import edit, make_repo
 from tests.reliability import harness
 from tests.reliability.test_hostile_input import HOSTILE_TEXT
+
+pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -25,6 +25,8 @@ import pytest
 from nervamem import MemoryStore
 from nervamem.mcp_server import stdio
 
+pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
+
 ROOT = Path(__file__).resolve().parents[2]
 SDK_TRANSPORT_SERVER = (
     "import sys; from mcp.server.stdio import stdio_server; "

@@ -9,9 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from nervamem import MemoryStore
 
 from . import harness
+
+pytestmark = pytest.mark.sqlite_only  # not yet run against PostgreSQL
 
 Run = Callable[..., Any]
 

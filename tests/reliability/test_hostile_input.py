@@ -29,6 +29,8 @@ from nervamem.cli import app
 
 from . import harness
 
+pytestmark = pytest.mark.sqlite_only  # not yet run against PostgreSQL
+
 Run = Callable[..., Any]
 
 # ----------------------------------------------------------------------------- helpers

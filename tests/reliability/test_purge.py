@@ -28,6 +28,8 @@ from nervamem.storage.sqlite import Storage
 
 from . import harness
 
+pytestmark = pytest.mark.sqlite_only  # not yet run against PostgreSQL
+
 Run = Callable[..., Any]
 
 

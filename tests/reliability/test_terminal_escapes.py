@@ -22,7 +22,9 @@ import pytest
 
 from nervamem import BadInputError, MemoryStore
 from nervamem.recall.tokens import get_counter
-from tests.core.test_codegraph import edit, make_repo
+from tests.code.test_codegraph import edit, make_repo
+
+pytestmark = pytest.mark.sqlite_only  # not yet run against PostgreSQL
 
 Run = Callable[..., Any]
 

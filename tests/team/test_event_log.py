@@ -24,6 +24,8 @@ from nervamem.writing import NewMemory
 
 from ..conftest import CountingRandom, FakeClock
 
+pytestmark = pytest.mark.sqlite_only  # not yet run against PostgreSQL
+
 Run = Callable[..., Any]
 
 
