@@ -17,9 +17,9 @@ key, and the FTS step only accepts a name with the same digit runs.
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from .storage.engine import SQLITE, Connection, dialect_of
+from .storage.dbapi import Connection
+from .storage.text_index import text_index_of
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEPARATORS = re.compile(r"[\s\-_.:/\\]+")
@@ -96,16 +96,7 @@ def _find_by_fts(conn: Connection, namespace: str, name: str) -> str | None:
     name_words = words(name)
     if not name_words:
         return None
-    if dialect_of(conn) == SQLITE:
-        phrase = '"' + " ".join(w.replace('"', '""') for w in name_words) + '"'
-        rows = conn.execute(
-            "SELECT n.id, n.content FROM mem_fts JOIN mem_nodes n ON n.seq = mem_fts.rowid "
-            "WHERE mem_fts MATCH ? AND n.kind = 'entity' AND n.namespace = ? "
-            "AND n.tombstoned = 0 ORDER BY bm25(mem_fts) LIMIT 20",
-            (phrase, namespace),
-        ).fetchall()
-    else:
-        rows = _phrase_hits_postgres(conn, namespace, " ".join(name_words))
+    rows = text_index_of(conn).entities_by_phrase(name_words, namespace, 20)
     name_digits = digit_runs(name)
     for entity_id, content in rows:
         # A phrase hit inside a longer name ("auth" in "auth_service") is another entity;
@@ -114,32 +105,3 @@ def _find_by_fts(conn: Connection, namespace: str, name: str) -> str | None:
         if len(words(content)) == len(name_words) and digit_runs(content) == name_digits:
             return str(entity_id)
     return None
-
-
-def _phrase_hits_postgres(conn: Connection, namespace: str, phrase: str) -> list[Any]:
-    """The entities whose text holds ``phrase`` as FTS5 matches it on SQLite: the same
-    terms (storage/tokenizer.py, FTS5's tokenizer ported, diacritics removed, Porter
-    stems), found through the search tables (storage/postgres_search.py) and checked in
-    order here; never PostgreSQL's own parser and stemmer, which cut words differently
-    ("Résumé Parser" and "resume parser" were two entities on PostgreSQL, one on
-    SQLite). Nodes written earlier in this transaction are not indexed yet (the engine
-    indexes them before COMMIT): those are read from the queue."""
-    from .storage.tokenizer import tokens
-
-    wanted = tokens(phrase)
-    if not wanted:
-        return []
-    rows = conn.execute(
-        "SELECT n.id, n.content FROM mem_nodes n "
-        "WHERE n.kind = 'entity' AND n.namespace = ? AND n.tombstoned = 0 AND ("
-        "n.seq IN (SELECT seq FROM mem_search_docs WHERE terms @> ?::text[]) "
-        "OR n.seq IN (SELECT seq FROM mem_search_pending)) ORDER BY n.seq",
-        (namespace, sorted(set(wanted))),
-    ).fetchall()
-    size = len(wanted)
-
-    def holds(content: str) -> bool:
-        found = tokens(content)
-        return any(found[i : i + size] == wanted for i in range(len(found) - size + 1))
-
-    return [row for row in rows if holds(str(row[1]))][:20]

@@ -6,6 +6,7 @@ breaking anyone, and every module's public names are its interface."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "nervamem"
@@ -134,3 +135,24 @@ def test_recall_module_map_names_every_module_in_import_order() -> None:
                 else:
                     imported.update(alias.name for alias in node.names)
         assert imported <= set(listed[:position]), (name, imported - set(listed[:position]))
+
+
+# Modules that ask the Storage and TextIndex protocols for what differs between engines,
+# never which engine they are on (issue 32).
+ENGINE_BLIND = (
+    "recall/search.py",
+    "recall/node_cache.py",
+    "recall/access_counts.py",
+    "entities.py",
+)
+ENGINE_QUESTION = re.compile(
+    r"\.engine\b(?! import)|dialect_of|\bSQLITE\b|\bPOSTGRESQL\b|storage\.(sqlite|postgres)"
+)
+
+
+def test_search_and_the_node_cache_never_ask_which_engine() -> None:
+    questions = {
+        relative: ENGINE_QUESTION.findall((PACKAGE / relative).read_text(encoding="utf-8"))
+        for relative in ENGINE_BLIND
+    }
+    assert questions == {relative: [] for relative in ENGINE_BLIND}

@@ -10,9 +10,8 @@ it in this list; none imports the CLI or a renderer):
     node_cache.py       node rows, degrees and neighbours kept between recalls (SQLite)
     candidates.py       node rows, the Candidate they become, degree and session lookups
     relevance.py        how well a hit's text answers the query (IDF, BM25 norm, ...)
-    search.py           FTS5 term lookups and the prefix stage: the hits (SQLite)
-    search_postgres.py  search.py's rules over PostgreSQL's term tables
-    search_engine.py    which search a connection's engine runs
+    search.py           the hits: one pipeline of term lookups and the prefix stage over
+                        the engine's text index (storage/text_index.py)
     questions.py        a memory that asks is answered by the one after it
     session_context.py  what was recorded next to a hit in its session
     expansion_postgres.py  expansion's edge and row reads on PostgreSQL, one statement a hop
@@ -29,7 +28,8 @@ it in this list; none imports the CLI or a renderer):
     timeline.py         run_timeline: every version of what matches
 
 Rules a reader must not break:
-* User text is data, never FTS5 syntax: every term is quoted before MATCH.
+* User text is data, never query syntax: it reaches the text index as terms, which
+  each engine quotes (FTS5) or binds.
 * The temporal mask applies to search hits, session context and expanded neighbours
   alike (mask.py).
 * Nothing crosses a namespace: every query filters by it.

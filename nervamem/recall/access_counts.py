@@ -33,13 +33,10 @@ import weakref
 from time import monotonic
 from typing import TYPE_CHECKING, cast
 
-from ..errors import StoreError
-from ..storage.engine import SQLITE
 from .node_cache import counted
 
 if TYPE_CHECKING:
     from ..storage.engine import Connection, Storage
-    from ..storage.sqlite import Storage as SQLiteStorage
 
 # A flush after this many recalls, or once the oldest count waited this long (seconds),
 # whichever comes first. At 100k nodes a flush costs ~0.2 ms a recall it holds (an
@@ -61,7 +58,7 @@ class PendingCounts:
 
     __slots__ = ("__weakref__", "added", "finalizer", "last", "recalls", "since", "storage")
 
-    def __init__(self, storage: SQLiteStorage) -> None:
+    def __init__(self, storage: Storage) -> None:
         self.storage = weakref.ref(storage)
         self.added: dict[str, int] = {}
         self.last: dict[str, str] = {}
@@ -129,10 +126,10 @@ if hasattr(os, "register_at_fork"):  # not on Windows
 
 
 def _write(
-    conn: sqlite3.Connection,
+    conn: Connection,
     added: dict[str, int],
     last: dict[str, str],
-    committer: tuple[SQLiteStorage, int, bool] | None,
+    committer: tuple[Storage, int, bool] | None,
 ) -> bool:
     """UPDATE the rows of ``added`` in one transaction; whether it committed.
     ``committer``: the store that commits, for how many recalls, and whether it closes
@@ -167,7 +164,7 @@ def _write(
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout)}")
 
 
-def _write_left(conn: sqlite3.Connection, added: dict[str, int], last: dict[str, str]) -> None:
+def _write_left(conn: Connection, added: dict[str, int], last: dict[str, str]) -> None:
     """The finalizer of a store collected or left open at exit with counts pending."""
     if added:
         try:
@@ -196,30 +193,9 @@ def count_accesses(storage: Storage, ids: list[str]) -> None:
         # pending here: transaction() wrote it first.
         conn.executemany(_UPDATE_MANY, [(1, now, node_id) for node_id in ids])
         return
-    if storage.engine != SQLITE:
-        _count_on_server(conn, ids, now)
+    if storage.count_accesses_now(ids, now):
         return
-    sqlite_storage = cast("SQLiteStorage", storage)
-    pending = sqlite_storage.pending_counts
+    pending = storage.pending_counts
     if pending is None:
-        pending = sqlite_storage.pending_counts = PendingCounts(sqlite_storage)
+        pending = storage.pending_counts = PendingCounts(storage)
     cast("PendingCounts", pending).add(ids, now)
-
-
-def _count_on_server(conn: Connection, ids: list[str], now: str) -> None:
-    # A server: one statement, its own transaction; row locks only, so it never
-    # waits for the store's write lock (postgres.py). As SQLite's synchronous=NORMAL
-    # below: the commit does not wait for its WAL flush (synchronous_commit off for
-    # this transaction only, set_config(..., true)), ~1-2 ms of every recall on a
-    # server that flushes. A crash can lose the last few hundred ms of counts,
-    # never more, and never anything else: the database stays consistent, and every
-    # other write still waits for its flush.
-    try:
-        conn.execute(
-            "UPDATE mem_nodes SET access_count = access_count + 1, last_accessed = ? "
-            "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS unsynced "
-            "WHERE id = ANY (?)",  # one array: one statement text, prepared once
-            [now, list(ids)],
-        )
-    except (sqlite3.Error, StoreError):
-        pass

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..models import RecallItem, RecallResult
@@ -28,7 +27,6 @@ from .packing import pack
 from .questions import damp_questions
 from .scoring import Scored, above_floor, top_k
 from .search import search
-from .search_engine import search_for
 from .session_context import context_weight, session_context
 from .sessions_rank import rank_sessions
 from .tokens import get_counter
@@ -95,9 +93,8 @@ def run_recall(
     facts = for_recall(storage)
     in_sessions = any_sessions(conn)
 
-    run_search = search_for(conn) if facts is None else partial(search, facts=facts)
-    found = run_search(
-        conn, ns, query, as_of=mask, kinds=kinds, want=_candidate_target(budget_tokens)
+    found = search(
+        conn, ns, query, as_of=mask, kinds=kinds, want=_candidate_target(budget_tokens), facts=facts
     )
     if hops > 0 and found:
         found = session_context(

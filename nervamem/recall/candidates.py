@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from ..storage.engine import POSTGRESQL, Connection, dialect_of
+from ..storage.engine import POSTGRESQL, Connection, dialect_of, one_of
 from ..storage.migrations import EDGE_KIND_CODES
 from .node_cache import CACHED_COLUMNS_TAIL, admits, held, keep_fact
 
@@ -100,16 +100,6 @@ def candidate_of(row: NodeRow, relevance: float, via: str) -> Candidate:
     return candidate
 
 
-def among(conn: Connection, column: str, ids: Sequence[str]) -> tuple[str, list[object]]:
-    """SQL for ``column`` being one of ``ids``, and its parameters: ``IN (?,?,...)`` on
-    SQLite, ``= ANY (?)`` with one array on PostgreSQL, where a statement text per list
-    length would be parsed and planned by the server on every call; one text is
-    prepared once per connection (psycopg prepares a statement run five times)."""
-    if dialect_of(conn) == POSTGRESQL:
-        return f"{column} = ANY (?)", [list(ids)]
-    return f"{column} IN ({','.join('?' * len(ids))})", list(ids)
-
-
 # SQLite (m007): the mem_degree view's value for each node seq of a JSON array, read
 # from mem_node_degree and mem_links alone. The view, asked by ID, first seeks the ID
 # index for every node: by seq ~0.35 ms instead of ~0.8 for 166 nodes that are not in
@@ -140,7 +130,7 @@ def degrees(conn: Connection, ids: Iterable[str], facts: NodeFacts | None = None
                 counts[by_seq[seq]] = count
             id_list = [node_id for node_id in unknown if seq_of(node_id) is None]
     for start in range(0, len(id_list), 500):
-        where, parameters = among(conn, "node_id", id_list[start : start + 500])
+        where, parameters = one_of(conn, "node_id", id_list[start : start + 500])
         for node_id, count in conn.execute(
             f"SELECT node_id, degree FROM mem_degree WHERE {where}", parameters
         ):
@@ -200,7 +190,7 @@ def reasons_of(
     import json  # only when a decision is shown
 
     found: dict[str, tuple[str | None, tuple[str, ...]]] = {}
-    where, parameters = among(conn, "id", ids)
+    where, parameters = one_of(conn, "id", ids)
     for node_id, rationale, rejected in conn.execute(
         "SELECT id, json_extract(data, '$.rationale'), json_extract(data, '$.rejected') "
         f"FROM mem_nodes WHERE {where} AND why IS NOT NULL",
@@ -255,7 +245,7 @@ def sessions_of(conn: Connection, candidates: Sequence[Candidate]) -> dict[str, 
     if dialect_of(conn) == POSTGRESQL:
         ids = [c.id for c in candidates]
         for start in range(0, len(ids), 500):
-            where, parameters = among(conn, "src", ids[start : start + 500])
+            where, parameters = one_of(conn, "src", ids[start : start + 500])
             for src, dst in conn.execute(
                 f"SELECT src, dst FROM mem_edges WHERE kind = 'OCCURRED_IN' AND {where}",
                 parameters,

@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from operator import attrgetter
 
-from ..storage.engine import POSTGRESQL, Connection, dialect_of
+from ..storage.engine import POSTGRESQL, Connection, dialect_of, one_of
 from .candidates import (
     NODE_COLUMNS,
     Candidate,
     NodeRow,
-    among,
     cached_rows,
     candidate_of,
     degrees,
@@ -260,7 +259,7 @@ def _fetch_masked(
 ) -> list[NodeRow]:
     rows: list[NodeRow] = []
     for start in range(0, len(ids), 500):
-        where, parameters = among(conn, "n.id", ids[start : start + 500])
+        where, parameters = one_of(conn, "n.id", ids[start : start + 500])
         # '+n.namespace': look the IDs up by the id index. Without the '+', SQLite picks
         # mem_nodes_ns_kind for a long IN list and scans the whole namespace.
         rows += conn.execute(

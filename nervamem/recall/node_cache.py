@@ -3,18 +3,20 @@ neighbours. A process that recalls many times (the MCP server, a library, a benc
 keeps them between recalls on SQLite, for one write generation of the store.
 
 Rules a reader must not break:
-* A fact is served only in the generation it was read in. The generation is SQLite's
-  ``PRAGMA data_version`` (another connection committed), the Storage's
-  ``write_generation`` (this store's own transactions, committed or rolled back) and
-  the connection's ``total_changes`` (any other write of this connection): when any of
-  them moved since the last recall, :func:`for_recall` empties the cache first.
+* A fact is served only in the generation it was read in. The generation is the
+  Storage's ``commits_by_others()`` (SQLite's ``PRAGMA data_version``: another
+  connection committed) and ``own_writes()`` (its ``write_generation``, this store's own
+  transactions, committed or rolled back, and the connection's ``total_changes``, any
+  other write of this connection): when any of them moved since the last recall,
+  :func:`for_recall` empties the cache first.
 * The one write of recalls, their access counts (access_counts.py, written for several
   recalls at once), is this connection's and moves only ``total_changes``:
   :func:`counted` adds the same counts to the cached rows' ``access_count`` and takes
   the new ``total_changes`` as the generation's, so the cache holds exactly what SQLite
   holds (the counts still pending, recall adds itself).
 * No cache inside a transaction (its reads see writes that may still roll back) nor on
-  PostgreSQL (no data_version; a server's other clients write unseen): the same code
+  PostgreSQL (``commits_by_others()`` is None: a server's other clients write unseen):
+  the same code
   then reads SQL every time.
 * A cached row is shown only through the namespace filter and the temporal mask that
   the SQL would apply: :func:`admits` is mask.mask_sql's twin for a plain ``as_of``
@@ -37,15 +39,13 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from gc import get_count, is_tracked
 from itertools import chain, islice
 from sys import intern
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .. import conflicts, nodes
-from ..storage.engine import SQLITE
 from ..storage.migrations import EDGE_KIND_CODES
 
 if TYPE_CHECKING:
     from ..storage.engine import Connection, Storage
-    from ..storage.sqlite import Storage as SQLiteStorage
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -305,24 +305,18 @@ def keep_fact(table: Recent[str, V], node_id: str, value: V) -> None:
 _caches: weakref.WeakKeyDictionary[object, NodeFacts] = weakref.WeakKeyDictionary()
 
 
-def _generation(storage: SQLiteStorage) -> tuple[int, int, int]:
-    conn = storage.connection
-    version = int(conn.execute("PRAGMA data_version").fetchone()[0])
-    return version, storage.write_generation, conn.total_changes
-
-
 def for_recall(storage: Storage) -> NodeFacts | None:
     """The store's cache, emptied if the store changed since it was filled; None where
     there is none (PostgreSQL, inside a transaction)."""
-    if storage.engine != SQLITE or storage.in_transaction:
+    if storage.in_transaction:
         return None
-    sqlite_storage = cast("SQLiteStorage", storage)
-    if sqlite_storage.connection.in_transaction:
+    others = storage.commits_by_others()
+    if others is None:
         return None
     facts = _caches.get(storage)
     if facts is None:
         facts = _caches[storage] = NodeFacts()
-    generation = _generation(sqlite_storage)
+    generation = (others, *storage.own_writes())
     if facts.generation != generation:
         facts.clear()
         facts.generation = generation
@@ -339,9 +333,9 @@ def counted(storage: Storage, accesses: Mapping[str, int]) -> None:
     facts = _caches.get(storage)
     if facts is None or facts.generation is None:
         return
-    sqlite_storage = cast("SQLiteStorage", storage)
     version, writes, _ = facts.generation
-    if writes != sqlite_storage.write_generation:
+    transactions, changes = storage.own_writes()
+    if writes != transactions:
         facts.clear()
         facts.generation = None
         return
@@ -351,7 +345,7 @@ def counted(storage: Storage, accesses: Mapping[str, int]) -> None:
             continue
         row = facts.rows[seq]
         facts.rows[seq] = (*row[:7], row[7] + count, *row[8:])
-    facts.generation = (version, writes, sqlite_storage.connection.total_changes)
+    facts.generation = (version, writes, changes)
 
 
 def admits(row: CachedRow, namespace: str, as_of: str | None, kinds: Sequence[str] | None) -> bool:

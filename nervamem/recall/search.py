@@ -1,14 +1,20 @@
 """Search: the nodes whose text matches the query's key terms, each with its relevance.
 
+One pipeline for every engine: the engine's text index (storage/text_index.py, FTS5 on
+SQLite, term tables on PostgreSQL) finds rows; which terms, what limits, which rows are
+read and how they score is decided here, so that the same memories rank the same on
+both engines (tests/recall/test_search_postgres.py).
+
 Rules a reader must not break:
-* User text is data, never FTS5 syntax: every term is quoted (:func:`quote`) before MATCH.
+* User text is data, never query syntax: it reaches the index as terms, which each
+  engine quotes or binds.
 * Every node row read here passes the namespace filter and the temporal mask
   (recall/mask.py; the timeline asks for none, ``apply_mask=False``, and still never
-  sees a tombstoned node). Where an FTS5 scan picks the newest rows up to a LIMIT,
-  the filters are inside the scan, so that another namespace's or a masked node's
-  rows never crowd out the ones recall may show; the newest rows the node cache keeps
-  unfiltered (:func:`_newest_held`) decide only when PRE_LIMIT of them pass the
-  filters or none older exists, else that scan runs.
+  sees a tombstoned node). Where a scan picks the newest rows up to a LIMIT, the filters
+  are inside the scan, so that another namespace's or a masked node's rows never crowd
+  out the ones recall may show; the newest rows the node cache keeps unfiltered
+  (:func:`_newest_held`) decide only when PRE_LIMIT of them pass the filters or none
+  older exists, else that scan runs.
 * Cost is bounded by the rare terms, never by the corpus (see :func:`search`).
 
 How a hit's text is scored is recall/relevance.py; this module finds the hits and reads
@@ -20,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..storage.engine import Connection
+from ..storage.dbapi import Connection
+from ..storage.text_index import Filters, TextIndex, text_index_of
 from .candidates import NODE_COLUMNS, Candidate, NodeRow, cached_rows
 from .irregular import past_forms
 from .mask import KnownAt, mask_sql
@@ -38,30 +45,6 @@ NEWEST_DEPTH = 2 * PRE_LIMIT
 PREFIX_LIMIT = 50
 PREFIX_SCAN = 2000
 PREFIX_WEIGHT = 0.3
-
-
-def quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-def term_expression(key: str) -> str:
-    """The MATCH expression of one key term: the term, or with the past forms of an
-    irregular verb (recall/irregular.py), any of them."""
-    return " OR ".join(quote(form) for form in (key, *past_forms(key)))
-
-
-def fts_stages(text: str) -> list[str]:
-    """The MATCH expressions of the stages, in order: exact phrase, every key term as a
-    prefix, any key term. :func:`search` runs them as term lookups (see there)."""
-    terms = query_terms(text)
-    if not terms:
-        return []
-    keys = content_terms(terms)
-    stages = [quote(" ".join(terms))]
-    stages.append(" ".join(quote(t) + "*" for t in keys))
-    if len(keys) > 1:
-        stages.append(" OR ".join(quote(t) for t in keys))
-    return list(dict.fromkeys(stages))
 
 
 def search(
@@ -89,42 +72,47 @@ def search(
     Cost is bounded by the rare terms, never by the corpus: each key term's posting list
     is read up to COMMON_DF rows. Rare terms (at most COMMON_DF rows) propose the
     candidates; a common term only adds to the score of candidates that contain it (an
-    ``AND`` restricted to them), so a question full of frequent words never makes FTS5
-    score every row. When no key term is rare, the newest rows holding all (else any) of
-    them are the candidates. The prefix stage (``term*``) still runs when the exact terms
-    found fewer than ``want`` nodes; its hits score at PREFIX_WEIGHT.
+    ``AND`` restricted to them), so a question full of frequent words never makes the
+    index score every row. When no key term is rare, the newest rows holding all (else
+    any) of them are the candidates. The prefix stage (``term*``) still runs when the
+    exact terms found fewer than ``want`` nodes; its hits score at PREFIX_WEIGHT.
     """
     terms = query_terms(query)
     keys = content_terms(terms)
     if not keys:
         return {}
-    total = max(int(conn.execute("SELECT max(seq) FROM mem_nodes").fetchone()[0] or 0), 1)
-    found_rows = _postings(conn, keys, facts.search if facts is not None else None)
+    index = text_index_of(conn)
+    filters = _filters(index, as_of, kinds, apply_mask)
+    # The node cache's rows and newest matches stand for a mask of one moment only.
+    held = facts if facts is not None and apply_mask and not isinstance(as_of, KnownAt) else None
+    total, found_rows = _postings(index, keys, facts.search if facts is not None else None)
     postings, common, idf = weigh_keys(keys, found_rows, total)
     if postings:
         members = postings
     elif common:
         newest = None
-        if facts is not None and apply_mask and not isinstance(as_of, KnownAt):
-            newest = _newest_held(conn, facts, common, namespace, as_of, kinds)
+        if held is not None and not isinstance(as_of, KnownAt):
+            newest = _newest_held(conn, index, held, common, namespace, as_of, kinds)
         if newest is None:
-            newest = _newest_common(conn, common, namespace, _filters(as_of, kinds, apply_mask))
+            newest = index.newest_matching(common, namespace, filters, PRE_LIMIT)
         members = {"": newest}
     else:
         members = {}
     found = _read_and_score(
         conn,
+        index,
         namespace,
         members,
         common,
         idf,
         len(keys),
         terms,
+        filters,
         as_of=as_of,
         kinds=kinds,
-        apply_mask=apply_mask,
         spans=date_spans(query),
         facts=facts,
+        held=held,
     )
     if len(found) < want:
         # Not for common terms: FTS5 merges the posting lists of every word a prefix
@@ -132,41 +120,32 @@ def search(
         # exact word already brought plenty of rows.
         rare = [key for key in keys if key not in common]
         _prefix_stage(
-            conn,
-            namespace,
-            rare,
-            found,
-            as_of=as_of,
-            kinds=kinds,
-            apply_mask=apply_mask,
-            facts=facts,
+            conn, index, namespace, rare, found, filters, as_of=as_of, kinds=kinds, held=held
         )
     return found
 
 
 def _postings(
-    conn: Connection, keys: Sequence[str], held: SearchFacts | None
-) -> list[tuple[int, ...] | None]:
-    """Each key term's rows, up to COMMON_DF (None: more, a common term); with ``held``
-    (the node cache's), read from it where it holds the term. Terms recur between
-    queries (~60 % of the peers workload's key terms at 100k), and a common term's
-    COMMON_DF + 1 rows cost ~0.2 ms to read there."""
-    found_rows: list[tuple[int, ...] | None] = []
-    for key in keys:
-        if held is not None and key in held.postings:
-            found_rows.append(held.postings[key])
-            continue
-        rows = conn.execute(
-            "SELECT rowid FROM mem_fts WHERE mem_fts MATCH ? LIMIT ?",
-            (term_expression(key), COMMON_DF + 1),
-        ).fetchall()
-        # A tuple (FTS5 returns a row once), not a set: the cyclic GC stops tracking
-        # a tuple of ints, and walks every set at each full collection.
-        found = None if len(rows) > COMMON_DF else tuple([row[0] for row in rows])
-        if held is not None:
-            held.keep_postings(key, found)
-        found_rows.append(found)
-    return found_rows
+    index: TextIndex, keys: Sequence[str], held: SearchFacts | None
+) -> tuple[int, list[Collection[int] | None]]:
+    """The corpus size, and each key term's rows up to COMMON_DF (None: more, a common
+    term), the term looked up with the past forms of an irregular verb (recall/
+    irregular.py) as one key; with ``held`` (the node cache's), read from it where it
+    holds the term. Terms recur between queries (~60 % of the peers workload's key
+    terms at 100k), and a common term's COMMON_DF + 1 rows cost ~0.2 ms to read there."""
+    forms = [(key, *past_forms(key)) for key in keys]
+    if held is None:
+        return index.postings(forms, COMMON_DF + 1)
+    known: dict[str, Collection[int] | None] = {
+        key: held.postings[key] for key in keys if key in held.postings
+    }
+    missing = [key_forms for key_forms in forms if key_forms[0] not in known]
+    total, read = index.postings(missing, COMMON_DF + 1)
+    for (key, *_), rows in zip(missing, read, strict=True):
+        kept = rows if rows is None or isinstance(rows, tuple) else tuple(rows)
+        held.keep_postings(key, kept)
+        known[key] = kept
+    return total, [known[key] for key in keys]
 
 
 def weigh_keys(
@@ -174,8 +153,7 @@ def weigh_keys(
 ) -> tuple[dict[str, Collection[int]], list[str], dict[str, float]]:
     """Each key term's posting rows (None: more than COMMON_DF, so common) sorted into
     the rare terms' postings, the common terms, and every term's IDF; a common term's
-    IDF is that of a term in a tenth of the store (its list was not read to the end).
-    Both engines' searches share it."""
+    IDF is that of a term in a tenth of the store (its list was not read to the end)."""
     postings: dict[str, Collection[int]] = {}
     common: list[str] = []
     for key, rows in zip(keys, found_rows, strict=True):
@@ -190,58 +168,27 @@ def weigh_keys(
     return postings, common, idf
 
 
-def _newest_common(
-    conn: Connection,
-    common: list[str],
-    namespace: str,
-    filters: tuple[str, list[str]],
-) -> set[int]:
-    """Every key term is common: the newest rows that hold all of them (else any), among
-    the rows the namespace, mask and kinds admit (filtered here, not after the LIMIT, so
-    another namespace's newer rows cannot crowd this one's out)."""
-    mask, mask_params = filters
-    rows: list[tuple[int]] = []
-    for joiner in (" AND ", " OR "):
-        rows = conn.execute(
-            "SELECT mem_fts.rowid FROM mem_fts JOIN mem_nodes n ON n.seq = mem_fts.rowid "
-            f"WHERE mem_fts MATCH ? AND n.namespace = ? AND {mask} "
-            "ORDER BY mem_fts.rowid DESC LIMIT ?",
-            [joiner.join(quote(key) for key in common), namespace, *mask_params, PRE_LIMIT],
-        ).fetchall()
-        if rows or len(common) == 1:
-            break
-    return {row[0] for row in rows}
-
-
 def _newest_held(
     conn: Connection,
+    index: TextIndex,
     facts: NodeFacts,
     common: list[str],
     namespace: str,
     as_of: str | None,
     kinds: Sequence[str] | None,
 ) -> set[int] | None:
-    """What :func:`_newest_common` returns, with the newest rows each expression
-    matches kept in ``facts`` for the generation (SearchFacts.newest: FTS5 found them
-    in 0.2-1.5 ms at 100k nodes, every recall) and filtered here (node_cache.admits,
-    the mask's twin: the mask's time moves from one recall to the next). None when the
-    rows kept cannot tell: fewer than PRE_LIMIT of them pass the filters and older rows
-    (not kept) may; the SQL then decides."""
+    """What the index's newest_matching returns, with the newest rows each expression
+    (all of the terms, any of them) matches kept in ``facts`` for the generation
+    (SearchFacts.newest: FTS5 found them in 0.2-1.5 ms at 100k nodes, every recall) and
+    filtered here (node_cache.admits, the mask's twin: the mask's time moves from one
+    recall to the next). None when the rows kept cannot tell: fewer than PRE_LIMIT of
+    them pass the filters and older rows (not kept) may; the SQL then decides."""
     held = facts.search
-    for joiner in (" AND ", " OR "):
-        expression = joiner.join(quote(key) for key in common)
+    for every in (True, False):
+        expression = (" AND " if every else " OR ").join(common)
         newest = held.newest.get(expression)
         if newest is None:
-            newest = tuple(
-                [
-                    row[0]
-                    for row in conn.execute(
-                        "SELECT rowid FROM mem_fts WHERE mem_fts MATCH ? "
-                        "ORDER BY rowid DESC LIMIT ?",
-                        (expression, NEWEST_DEPTH),
-                    )
-                ]
-            )
+            newest = index.newest_unfiltered(common, every, NEWEST_DEPTH)
             held.keep_newest(expression, newest)
         chosen: list[int] = []
         for start in range(0, len(newest), PRE_LIMIT):
@@ -258,29 +205,45 @@ def _newest_held(
 
 
 def _filters(
-    as_of: str | KnownAt | None, kinds: Sequence[str] | None, apply_mask: bool
-) -> tuple[str, list[str]]:
+    index: TextIndex, as_of: str | KnownAt | None, kinds: Sequence[str] | None, apply_mask: bool
+) -> Filters:
     mask, params = mask_sql(as_of) if apply_mask else ("n.tombstoned = 0", [])
-    if kinds:
-        mask += f" AND n.kind IN ({','.join('?' * len(kinds))})"
-        params = [*params, *kinds]
-    return mask, params
+    return index.filters(mask, params, kinds)
+
+
+def _read_rows(
+    conn: Connection,
+    index: TextIndex,
+    seqs: Sequence[int],
+    namespace: str,
+    filters: Filters,
+    as_of: str | KnownAt | None,
+    kinds: Sequence[str] | None,
+    held: NodeFacts | None,
+) -> Iterable[NodeRow]:
+    """The rows of ``seqs`` that the namespace, mask and kinds admit, in seq order; from
+    the node cache where it holds them."""
+    if held is not None and not isinstance(as_of, KnownAt):
+        return cached_rows(conn, held, "seq", seqs, namespace, as_of, kinds)
+    return index.read_rows(NODE_COLUMNS, seqs, namespace, filters)
 
 
 def _read_and_score(
     conn: Connection,
+    index: TextIndex,
     namespace: str,
     members: Mapping[str, Collection[int]],
     common: list[str],
     idf: dict[str, float],
     key_count: int,
     terms: list[str],
+    filters: Filters,
     *,
     as_of: str | KnownAt | None,
     kinds: Sequence[str] | None,
-    apply_mask: bool,
     spans: Sequence[tuple[str, str]] = (),
     facts: NodeFacts | None = None,
+    held: NodeFacts | None = None,
 ) -> dict[str, Candidate]:
     """Read and score the candidates. ``members`` maps each rare key term to the rows
     holding it (key "" for candidates that hold no rare term); only the PRE_LIMIT best
@@ -293,7 +256,6 @@ def _read_and_score(
     # The first score and the rare keys of each row read (term_weights).
     first: dict[int, float] = {}
     matched: dict[int, list[str]] = {}
-    mask, mask_params = _filters(as_of, kinds, apply_mask)
     rows: list[NodeRow] = []
     for start in range(0, len(ordered), PRE_LIMIT):
         if len(rows) >= PRE_LIMIT:
@@ -301,14 +263,7 @@ def _read_and_score(
         chunk = ordered[start : start + PRE_LIMIT]
         first.update(zip(chunk, scores[start : start + PRE_LIMIT], strict=True))
         matched.update(zip(chunk, keys_of[start : start + PRE_LIMIT], strict=True))
-        if facts is not None and apply_mask and not isinstance(as_of, KnownAt):
-            rows += cached_rows(conn, facts, "seq", chunk, namespace, as_of, kinds)
-            continue
-        rows += conn.execute(
-            f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.seq IN "
-            f"({','.join('?' * len(chunk))}) AND +n.namespace = ? AND {mask}",
-            [*chunk, namespace, *mask_params],
-        ).fetchall()
+        rows += _read_rows(conn, index, chunk, namespace, filters, as_of, kinds, held)
     if not rows:
         return {}
     rows.sort(key=lambda row: -first[row[8]])
@@ -319,35 +274,24 @@ def _read_and_score(
 
 def _prefix_stage(
     conn: Connection,
+    index: TextIndex,
     namespace: str,
     keys: list[str],
     found: dict[str, Candidate],
+    filters: Filters,
     *,
     as_of: str | KnownAt | None,
     kinds: Sequence[str] | None,
-    apply_mask: bool,
-    facts: NodeFacts | None = None,
+    held: NodeFacts | None = None,
 ) -> None:
-    """``term*`` for every key term of three letters or more, ranked by bm25() among the
-    newest PREFIX_SCAN rows the prefixes match (all of them, below that)."""
+    """``term*`` for every key term of three letters or more, ranked by FTS5's bm25()
+    among the newest PREFIX_SCAN rows the prefixes match (all of them, below that)."""
     prefixes = [key for key in keys if len(key) >= 3]
     if not prefixes:
         return
-    mask, mask_params = _filters(as_of, kinds, apply_mask)
-    expression = " OR ".join(quote(key) + "*" for key in prefixes)
-    # Bounded: a prefix matches every word it starts ("own"* is "owner" in 9 000 rows at
-    # 1M nodes) and bm25() over all of them cost ~50 ms; the newest PREFIX_SCAN are
-    # scored instead. Then only the best are read from mem_nodes and masked (more when
-    # the mask drops too many), not every match. Ties: newest first.
-    # The namespace, mask and kinds filter inside the scan, so the newest PREFIX_SCAN
-    # are this namespace's and not crowded out by another's.
-    ranked = conn.execute(
-        "SELECT mem_fts.rowid, bm25(mem_fts) FROM mem_fts "
-        "JOIN mem_nodes n ON n.seq = mem_fts.rowid "
-        f"WHERE mem_fts MATCH ? AND n.namespace = ? AND {mask} "
-        "ORDER BY mem_fts.rowid DESC LIMIT ?",
-        [expression, namespace, *mask_params, PREFIX_SCAN],
-    ).fetchall()
+    # Bounded: only the best are read from mem_nodes and masked (more when the mask drops
+    # too many), not every match. Ties: newest first.
+    ranked = index.prefix_ranked(prefixes, namespace, filters, PREFIX_SCAN)
     ranked.sort(key=lambda hit: (hit[1], -hit[0]))
     rank_of = dict(ranked)
     rows: list[Any] = []
@@ -355,20 +299,10 @@ def _prefix_stage(
     while start < len(ranked) and len(rows) < PREFIX_LIMIT:
         chunk = [seq for seq, _ in ranked[start : start + step]]
         start, step = start + step, step * 4
-        if facts is not None and apply_mask and not isinstance(as_of, KnownAt):
-            read: Iterable[NodeRow] = cached_rows(
-                conn, facts, "seq", chunk, namespace, as_of, kinds
-            )
-        else:
-            read = conn.execute(
-                f"SELECT {NODE_COLUMNS} FROM mem_nodes n WHERE n.seq IN "
-                f"({','.join('?' * len(chunk))}) AND +n.namespace = ? AND {mask}",
-                [*chunk, namespace, *mask_params],
-            )
+        read = _read_rows(conn, index, chunk, namespace, filters, as_of, kinds, held)
         rows += [(*row, rank_of[row[8]]) for row in read]
     rows.sort(key=lambda row: (row[9], -row[8]))
-    rows = rows[:PREFIX_LIMIT]
-    new_rows = [row for row in rows if row[0] not in found]
+    new_rows = [row for row in rows[:PREFIX_LIMIT] if row[0] not in found]
     if not new_rows:
         return
     best = max(-row[9] for row in new_rows) or 1.0

@@ -15,7 +15,7 @@ from .. import conflicts, nodes
 from ..models import TimelineItem
 from .api import moment_text
 from .mask import known_sql, until_known_sql
-from .search_engine import search_for
+from .search import search
 from .validation import check_timeline_request
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def run_timeline(
     known = moment_text(known_at, "--known-at")
     ns = storage.namespace_for(namespace)
     conn = storage.connection
-    hits = search_for(conn)(conn, ns, query, as_of=None, kinds=None, want=limit, apply_mask=False)
+    hits = search(conn, ns, query, as_of=None, kinds=None, want=limit, apply_mask=False)
     ids = set(list(hits)[:limit])
     # Every version of what matched: follow SUPERSEDES both ways, transitively.
     frontier = set(ids)

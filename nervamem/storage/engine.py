@@ -11,9 +11,12 @@ lost server to a StoreError.
 
 ``Storage`` is the engine object (``sqlite.Storage``, ``postgres.PostgresStorage``):
 the connection, write transactions, the clock and ID source, the namespace in use and
-the active session. Feature modules take it, never a path or a URL. Where the SQL of a
-feature must differ between engines, the feature asks ``storage.engine``
-(``"sqlite"`` or ``"postgresql"``) for its fragment; everything else is the same text.
+the active session. Feature modules take it, never a path or a URL. Where what a
+feature needs differs between engines, the engine offers it as a capability that each
+implements its own way: the text index (text_index.py), the write generation that
+recall's node cache lives for, how a recall's access counts are written. Features not
+yet moved onto one ask ``storage.engine`` (``"sqlite"`` or ``"postgresql"``) for their
+SQL fragment; everything else is the same text.
 
 :func:`choose.open_storage` chooses the engine from the store's name: a
 ``postgresql://`` or ``postgres://`` URL is a PostgreSQL database, anything else an
@@ -23,7 +26,7 @@ SQLite file. The driver (psycopg) is imported only for a URL.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
@@ -110,11 +113,50 @@ class Storage(Protocol):
 
     def size_bytes(self) -> int: ...
 
+    # What recall's node cache (recall/node_cache.py) and access counts
+    # (recall/access_counts.py) ask of the engine.
+
+    def commits_by_others(self) -> int | None:
+        """A number that moves whenever another connection commits to the store (SQLite's
+        ``PRAGMA data_version``); None when a transaction is open on the connection, or on
+        an engine whose reader cannot tell cheaply (PostgreSQL: a server's other clients
+        write unseen). Recall keeps node rows between recalls only while this and
+        :meth:`own_writes` stay the same."""
+        ...
+
+    def own_writes(self) -> tuple[int, int]:
+        """(write transactions this Storage ended, committed or rolled back; rows its
+        connection changed in all): together they move with every write of this
+        connection."""
+        ...
+
+    def count_accesses_now(self, ids: list[str], now: str) -> bool:
+        """Where the engine writes a recall's access counts at once (PostgreSQL: one
+        statement of its own, row locks only, unsynced), add one access to each of
+        ``ids``, best effort, and return True; False where recalls' counts wait in
+        memory and are written in batches (SQLite, recall/access_counts.py)."""
+        ...
+
+    def commit_bookkeeping(self, recalls: int = 1, *, closing: bool = False) -> None:
+        """COMMIT the access counts of ``recalls`` recalls, begun outside transaction()
+        (recall/access_counts.py); ``closing``: the last such commit, from close()."""
+        ...
+
 
 def dialect_of(conn: Connection) -> str:
     """The engine whose SQL ``conn`` speaks, for a function that has the connection
     only: ``sqlite3.Connection`` has no ``engine``; postgres.py's adapter has."""
     return str(getattr(conn, "engine", SQLITE))
+
+
+def one_of(conn: Connection, column: str, values: Sequence[object]) -> tuple[str, list[object]]:
+    """SQL for ``column`` being one of ``values``, and its parameters: ``IN (?,?,...)``
+    on SQLite, ``= ANY (?)`` with one array on PostgreSQL, where a statement text per
+    list length would be parsed and planned by the server on every call; one text is
+    prepared once per connection (psycopg prepares a statement run five times)."""
+    if dialect_of(conn) == POSTGRESQL:
+        return f"{column} = ANY (?)", [list(values)]
+    return f"{column} IN ({','.join('?' * len(values))})", list(values)
 
 
 def is_url(name: str | os.PathLike[str] | None) -> bool:

@@ -2,7 +2,7 @@
 
 Recall ranks with BM25 over the terms of each node's ``content`` and ``why``, as
 FTS5's tokenizer cuts them (storage/tokenizer.py, the same terms on both engines). Here
-they live in plain tables, read by recall/search_postgres.py:
+they live in plain tables, read by postgres_text_index.py:
 
 * ``mem_search_terms (term, seq, tf)``: the posting lists, one row per term of a node
   and how often it occurs; the primary key (term, seq) is the lookup of a term and the

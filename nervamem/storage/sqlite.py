@@ -235,6 +235,17 @@ class Storage(StorageBase):
         )
         conn.execute(f"PRAGMA user_version = {number}")
 
+    def commits_by_others(self) -> int | None:
+        if self.connection.in_transaction:
+            return None
+        return int(self.connection.execute("PRAGMA data_version").fetchone()[0])
+
+    def own_writes(self) -> tuple[int, int]:
+        return self.write_generation, self.connection.total_changes
+
+    def count_accesses_now(self, ids: list[str], now: str) -> bool:
+        return False  # batched: a transaction of their own costs ~0.4 ms of a recall
+
     def commit_bookkeeping(self, recalls: int = 1, *, closing: bool = False) -> None:
         """COMMIT the access counts of ``recalls`` recalls (recall/access_counts.py).
         From the second such commit of this store on, without SQLite's automatic

@@ -1,7 +1,7 @@
 """All-common queries (every key term in more than search.COMMON_DF rows): the newest
 rows their expression matches, kept in the node cache for a generation and filtered in
 Python (search._newest_held), are those the SQL filters inside its scan
-(search._newest_common), whatever the namespace, mask and kinds (issue 21, round 6)."""
+(the text index's newest_matching), whatever the namespace, mask and kinds (issue 21, round 6)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from nervamem import MemoryStore
 from nervamem.recall import node_cache, search
+from nervamem.storage.text_index import text_index_of
 
 pytestmark = pytest.mark.sqlite_only  # the node cache is SQLite's
 
@@ -77,9 +78,10 @@ def test_newest_rows_kept_and_filtered_in_python_are_the_sqls(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(search, "PRE_LIMIT", pool)
         patch.setattr(search, "NEWEST_DEPTH", depth)
-        kept = search._newest_held(conn, facts, common, namespace, as_of, kinds)
-        by_sql = search._newest_common(
-            conn, common, namespace, search._filters(as_of, kinds, apply_mask=True)
+        index = text_index_of(conn)
+        kept = search._newest_held(conn, index, facts, common, namespace, as_of, kinds)
+        by_sql = index.newest_matching(
+            common, namespace, search._filters(index, as_of, kinds, True), pool
         )
     if kept is None:  # the rows kept could not tell: they are NEWEST_DEPTH, all kept
         assert any(len(rows) == depth for rows in facts.search.newest.values())
@@ -93,11 +95,12 @@ def test_the_rows_kept_decide_when_they_can(mixed: MemoryStore) -> None:
     facts = node_cache.for_recall(mixed.storage)
     assert facts is not None
     facts.clear()
-    kept = search._newest_held(conn, facts, ["alpha", "beta"], "default", None, None)
-    assert kept is not None and kept == search._newest_common(
-        conn, ["alpha", "beta"], "default", search._filters(None, None, apply_mask=True)
+    index = text_index_of(conn)
+    kept = search._newest_held(conn, index, facts, ["alpha", "beta"], "default", None, None)
+    assert kept is not None and kept == index.newest_matching(
+        ["alpha", "beta"], "default", search._filters(index, None, None, True), search.PRE_LIMIT
     )
-    assert '"alpha" AND "beta"' in facts.search.newest
+    assert "alpha AND beta" in facts.search.newest
 
 
 def test_a_store_empties_the_rows_kept(tmp_path: Path) -> None:
@@ -106,7 +109,7 @@ def test_a_store_empties_the_rows_kept(tmp_path: Path) -> None:
         first = store.store("fact", "alpha beta one")
         assert [item.id for item in store.recall("alpha beta", hops=0).items] == [first]
         facts = node_cache.for_recall(store.storage)
-        assert facts is not None and list(facts.search.newest) == ['"alpha" AND "beta"']
+        assert facts is not None and list(facts.search.newest) == ["alpha AND beta"]
         second = store.store("fact", "alpha beta two")
         found = {item.id for item in store.recall("alpha beta", hops=0).items}
         assert found == {first, second}

@@ -14,8 +14,9 @@ import pytest
 
 from nervamem import MemoryStore
 from nervamem.errors import BadInputError
-from nervamem.recall.search import fts_stages
+from nervamem.recall.terms import query_terms
 from nervamem.recall.tokens import CharTokenCounter, get_counter
+from nervamem.storage.sqlite_text_index import any_of, every_one_of, quote
 
 pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
 
@@ -61,14 +62,14 @@ def test_current_recall_never_shows_superseded(
     assert auth_store["new"] in ids
 
 
-def test_stages_quote_every_term() -> None:
-    stages = fts_stages('when did "x" NEAR(a b) col:val ^y')
-    assert stages[0] == '"when did x near a b col val y"'
-    for expression in stages:
+def test_fts5_expressions_quote_every_term() -> None:
+    terms = query_terms('when did "x" NEAR(a b) col:val ^y')
+    assert quote(" ".join(terms)) == '"when did x near a b col val y"'
+    for expression in (any_of(terms), every_one_of(terms), any_of([t + '"*' for t in terms])):
         # Outside the quoted terms only FTS5 operators we chose may remain.
         residue = re.sub(r'"(?:[^"]|"")*"', "", expression)
         assert set(residue.replace("OR", "").replace("AND", "")) <= {" ", "*"}, expression
-    assert fts_stages("🙂 ***") == []
+    assert query_terms("🙂 ***") == []
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,10 @@
 """Search on PostgreSQL ranks as on SQLite: for the same memories, the PostgreSQL
-engine's term tables hold FTS5's postings, and recall/search_postgres.py finds the same
-candidates with the same relevance as recall/search.py (FTS5), through every stage
-(rare terms, all-common queries, prefixes), mask, kinds and namespace; the index follows
-every write (store, a changed content or rationale, purge)."""
+engine's term tables hold FTS5's postings, its text index (storage/postgres_text_index.py)
+answers as FTS5's (storage/sqlite_text_index.py), and recall's one search pipeline
+(recall/search.py) finds the same candidates with the same relevance over either,
+through every stage (rare terms, all-common queries, prefixes), mask, kinds and
+namespace, on SQLite with and without the node cache; the index follows every write
+(store, a changed content or rationale, purge)."""
 
 from __future__ import annotations
 
@@ -20,10 +22,11 @@ from hypothesis import strategies as st
 
 from bench.agentset import agent_corpora
 from nervamem import MemoryStore
-from nervamem.recall import search as search_sqlite
-from nervamem.recall import search_postgres
+from nervamem.recall import node_cache, search
+from nervamem.recall.candidates import NODE_COLUMNS
 from nervamem.recall.mask import KnownAt
 from nervamem.storage.postgres_search import why_text
+from nervamem.storage.text_index import text_index_of
 from nervamem.storage.tokenizer import tokens
 from nervamem.writing import NewMemory
 
@@ -83,9 +86,12 @@ def assert_same_search(
     kinds: list[str] | None = None,
     want: int = 40,
     apply_mask: bool = True,
+    cached: bool = False,
 ) -> dict[str, Any]:
+    """The one pipeline over each engine's index; ``cached``: on SQLite through the node
+    cache too, as recall runs it outside a transaction."""
     expected, found = (
-        search(
+        search.search(
             store.connection,
             namespace,
             query,
@@ -93,8 +99,9 @@ def assert_same_search(
             kinds=kinds,
             want=want,
             apply_mask=apply_mask,
+            facts=node_cache.for_recall(store.storage) if cached else None,
         )
-        for search, store in ((search_sqlite.search, lite), (search_postgres.search, pg))
+        for store in (lite, pg)
     )
     assert list(found) == list(expected), query
     for node_id, candidate in expected.items():
@@ -147,6 +154,7 @@ def test_agent_set_same_postings_and_results(stores: tuple[MemoryStore, MemorySt
     hits = 0
     for question in questions:
         hits += len(assert_same_search(lite, pg, question))
+        assert_same_search(lite, pg, question, cached=True)
     assert hits > 0
     # Short lookups reach the prefix stage (few exact hits).
     for query in ("auth", "retr", "billing_serv", "pool size", "deploy", "tenac"):
@@ -181,15 +189,72 @@ def test_common_terms_and_filters_follow_sqlite(
     store_both(stores, memories)
     store_both(stores, [NewMemory("fact", "deploy the billing service", namespace="other")] * 3)
     lite, pg = stores
-    for module in (search_sqlite, search_postgres):
-        monkeypatch.setattr(module, "COMMON_DF", 20)
+    monkeypatch.setattr(search, "COMMON_DF", 20)
     for question in questions[:40] + ["service test deploy", "deploy", "the service"]:
         assert_same_search(lite, pg, question)
+        assert_same_search(lite, pg, question, cached=True)
         assert_same_search(lite, pg, question, as_of=None)
         assert_same_search(lite, pg, question, as_of=KnownAt(NOW, NOW))
         assert_same_search(lite, pg, question, kinds=["decision", "procedure"])
         assert_same_search(lite, pg, question, namespace="other")
         assert_same_search(lite, pg, question, apply_mask=False)
+
+
+def test_text_indexes_answer_alike(stores: tuple[MemoryStore, MemoryStore]) -> None:
+    """Each capability of the two engines' text indexes, asked the same, answers the
+    same: the parity under the one search pipeline, and what the node cache alone asks
+    on SQLite (newest_unfiltered) and entity resolution (entities_by_phrase)."""
+    memories, _ = agent_memories()
+    store_both(stores, memories)
+    store_both(stores, [NewMemory("fact", "deploy the billing service", namespace="other")] * 3)
+    lite, pg = stores
+    store_both(
+        stores,
+        [NewMemory("fact", "names", entities=["Billing Service", "Résumé Parser", "auth-svc v2"])],
+    )
+    indexes = [text_index_of(store.connection) for store in stores]
+    sqlite_index, pg_index = indexes
+    terms = [["deploy"], ["servic", "deploy"], ["billing", "test", "the"], ["zzzunknown"]]
+    for limit in (1, 5, 40, 10_000):
+        assert _same_sets(
+            sqlite_index.postings([("deploy",), ("choose", "chose", "chosen")], limit),
+            pg_index.postings([("deploy",), ("choose", "chose", "chosen")], limit),
+        )
+        for group in terms:
+            for every in (True, False):
+                assert sqlite_index.newest_unfiltered(group, every, limit) == (
+                    pg_index.newest_unfiltered(group, every, limit)
+                ), (group, every, limit)
+            for namespace in ("default", "other"):
+                for kinds in (None, ["decision"]):
+                    lite_filters, pg_filters = (
+                        index.filters("n.tombstoned = 0", [], kinds) for index in indexes
+                    )
+                    assert sqlite_index.newest_matching(group, namespace, lite_filters, limit) == (
+                        pg_index.newest_matching(group, namespace, pg_filters, limit)
+                    )
+                    lite_ranked = dict(
+                        sqlite_index.prefix_ranked(group, namespace, lite_filters, limit)
+                    )
+                    pg_ranked = dict(pg_index.prefix_ranked(group, namespace, pg_filters, limit))
+                    assert lite_ranked.keys() == pg_ranked.keys()
+                    for seq, rank in lite_ranked.items():
+                        assert math.isclose(pg_ranked[seq], rank, rel_tol=1e-9)
+                    seqs = sorted(lite_ranked)
+                    assert sqlite_index.read_rows(NODE_COLUMNS, seqs, namespace, lite_filters) == (
+                        pg_index.read_rows(NODE_COLUMNS, seqs, namespace, pg_filters)
+                    )
+    for words in (["billing", "service"], ["resume", "parser"], ["auth", "svc", "v2"]):
+        found = [index.entities_by_phrase(words, "default", 20) for index in indexes]
+        assert found[0] and sorted(found[0]) == sorted(found[1]), words
+
+
+def _same_sets(a: Any, b: Any) -> bool:
+    """Postings compare as sets: FTS5 returns a tuple in its order, PostgreSQL a set."""
+    (total_a, lists_a), (total_b, lists_b) = a, b
+    return total_a == total_b and [None if x is None else set(x) for x in lists_a] == [
+        None if x is None else set(x) for x in lists_b
+    ]
 
 
 # ---------------------------------------------------------------- write paths

@@ -167,7 +167,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     "recall-no-namespace-filter": [
         # '+n.namespace = ?' becomes '+(n.namespace = ? OR 1)': every filter of recall's
         # search, session context and expansion
-        ("nervamem/recall/search.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
+        ("nervamem/storage/sqlite_text_index.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
         ("nervamem/recall/session_context.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
         ("nervamem/recall/expansion.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
     ],
