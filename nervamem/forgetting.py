@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from . import nodes, writing
 from .errors import BadInputError
 from .sessions import forget_active_session
-from .storage.engine import IGNORE_EXISTING_EDGE
 
 if TYPE_CHECKING:
     from .models import ForgetResult
@@ -109,7 +108,7 @@ def delete_purged(storage: Storage, node_id: str, *, relink: bool) -> tuple[str,
                 "SELECT newer.src, older.dst, 'SUPERSEDES', ? FROM mem_edges newer "
                 "JOIN mem_edges older ON older.src = newer.dst AND older.kind = 'SUPERSEDES' "
                 "WHERE newer.dst = ? AND newer.kind = 'SUPERSEDES'"
-                + IGNORE_EXISTING_EDGE[storage.engine],
+                + storage.sql.ignore_existing_edge,
                 (storage.now(), memory),
             )
         forget_active_session(storage, memory)

@@ -25,6 +25,9 @@ How it keeps SQLite's guarantees on a server shared by many machines:
   the next command opens a new connection.
 * **Credentials** never leave this module: messages and ``stats`` show the URL without
   its password (:func:`shown_url`), and the driver's messages are scrubbed of it.
+* **Errors** are nervamem's (errors.py): a row the server refuses is an
+  IntegrityViolation, any other failure of a statement a DatabaseFault; no psycopg
+  class and no ``sqlite3`` class leaves this module.
 * **State.** The active namespace and sessions (state.yaml beside an SQLite file) are a
   row of ``mem_state`` in the database, read and written inside the write transaction.
 * **The event log** of team memory (event_log.py) is for SQLite files shared through
@@ -33,11 +36,12 @@ How it keeps SQLite's guarantees on a server shared by many machines:
 **Why an adapter, not a second copy of the SQL.** The features' ~300 statements are
 written once, in the subset both engines accept (``ON CONFLICT``, aliased subqueries,
 ``count(*) FILTER``); the few SQLite functions PostgreSQL lacks are defined by its schema
-(postgres_schema.py), and the few fragments that must differ are chosen by
-``storage.engine``. What is left is the placeholder style: :func:`translate` maps ``?``,
-``?NNN`` and ``:name`` to psycopg's ``%s`` / ``%(name)s`` outside quoted text, escaping
-``%``. It is a scan of the statement's text, not a rewrite of its SQL, and it runs once
-per distinct statement (an LRU cache), so its cost is a dictionary lookup per call.
+(postgres_schema.py), and the few fragments that must differ are this engine's own
+(postgres_sql.py, ``storage.sql``). What is left is the placeholder style:
+:func:`translate` maps ``?``, ``?NNN`` and ``:name`` to psycopg's ``%s`` /
+``%(name)s`` outside quoted text, escaping ``%``. It is a scan of the statement's text,
+not a rewrite of its SQL, and it runs once per distinct statement (an LRU cache), so
+its cost is a dictionary lookup per call.
 
 The connection runs in autocommit mode; :meth:`PostgresStorage.transaction` sends
 BEGIN and COMMIT itself, as sqlite.py does with ``isolation_level=None``. Reads outside
@@ -47,9 +51,8 @@ a transaction are single statements, each its own snapshot.
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -58,6 +61,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import (
     BadInputError,
     ConnectionLostError,
+    DatabaseFault,
+    IntegrityViolation,
     StoreError,
     StoreLockedError,
 )
@@ -74,6 +79,7 @@ from ..state import State, state_from_text, state_text, validate_namespace
 from .common import StorageBase, env_whole_number
 from .engine import POSTGRESQL, Connection, Cursor
 from .postgres_search import index_pending
+from .postgres_sql import FRAGMENTS, insert_rows
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -179,9 +185,8 @@ def _arguments(sql: str, parameters: Any) -> tuple[str, Any]:
 
 class PgConnection:
     """A psycopg connection that speaks the DB-API dialect of sqlite3: ``?``
-    placeholders, tuples, and the ``sqlite3`` module's error classes (so the features'
-    ``except sqlite3.IntegrityError`` holds on both engines). A lost server or a timeout
-    becomes a StoreError at once."""
+    placeholders and tuples; its errors are nervamem's (IntegrityViolation for a refused
+    row, a StoreError at once for a lost server or a timeout)."""
 
     engine = POSTGRESQL
 
@@ -217,6 +222,11 @@ class PgConnection:
 
 class PostgresStorage(StorageBase):
     engine = POSTGRESQL
+    sql = FRAGMENTS
+    in_process = False
+    # A server every agent reaches: no file of its own (team memory's event files are
+    # for SQLite files shared through git).
+    store_file = None
 
     def __init__(
         self,
@@ -360,10 +370,23 @@ class PostgresStorage(StorageBase):
             text = text.replace(secret, "***")
         return text
 
+    def insert_rows(
+        self, head: str, rows: Sequence[tuple[Any, ...]], columns: int, tail: str = ""
+    ) -> None:
+        if rows:
+            insert_rows(self.connection, head, rows, columns, tail)
+
+    def prepare_bulk_write(self) -> None:
+        """Nothing: a server sizes its own cache."""
+
+    def refusals(self) -> AbstractContextManager[None]:
+        # PgConnection raises IntegrityViolation itself.
+        return nullcontext()
+
     def error_from(self, exc: BaseException) -> Exception:
         """The error a driver exception stands for: a StoreError for what ends the
-        command (a lost server, a timeout), the matching ``sqlite3`` DB-API class for
-        what a feature may catch (an integrity error), with the password scrubbed."""
+        command (a lost server, a timeout), IntegrityViolation for what a feature may
+        catch (a refused row), a DatabaseFault for the rest; the password scrubbed."""
         import psycopg
 
         if not isinstance(exc, psycopg.Error):
@@ -388,10 +411,10 @@ class PostgresStorage(StorageBase):
                 f"{self.statement_timeout_ms}; nothing was written"
             )
         if isinstance(exc, psycopg.IntegrityError):
-            return sqlite3.IntegrityError(text)
+            return IntegrityViolation(text)
         if isinstance(exc, psycopg.errors.InsufficientPrivilege):
             return StoreError(f"{self.location}: {text}")
-        return sqlite3.DatabaseError(f"{self.location}: {text}")
+        return DatabaseFault(f"{self.location}: {text}")
 
     def _lost(self) -> bool:
         raw = self._connection.raw if self._connection is not None else None
@@ -493,7 +516,13 @@ class PostgresStorage(StorageBase):
             return scrub(raw, self.busy_timeout_ms)
         except (psycopg.Error, StoreError) as exc:
             error = self.error_from(exc) if isinstance(exc, psycopg.Error) else exc
-            reason = "a lock" if isinstance(error, StoreLockedError) else _first_line(error)
+            reason = (
+                "a lock"
+                if isinstance(error, StoreLockedError)
+                else error.detail
+                if isinstance(error, DatabaseFault)
+                else _first_line(error)
+            )
             return f"the server's table files still hold the purged bytes ({reason}); {todo}"
 
     @contextmanager

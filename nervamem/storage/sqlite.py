@@ -22,14 +22,15 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     BadInputError,
+    IntegrityViolation,
     NervamemError,
     StoreError,
     StoreLockedError,
@@ -41,6 +42,7 @@ from ..state import save_state as write_state_file
 from .common import StorageBase, env_whole_number
 from .engine import SQLITE, Clock
 from .migrations import MIGRATIONS, SCHEMA_VERSION
+from .sqlite_sql import FRAGMENTS, insert_rows, max_variables, widen_cache
 
 if TYPE_CHECKING:
     from .checkpoint import Checkpointer
@@ -58,6 +60,8 @@ def utc_now() -> datetime:
 
 class Storage(StorageBase):
     engine = SQLITE
+    sql = FRAGMENTS
+    in_process = True
 
     def __init__(
         self,
@@ -103,6 +107,7 @@ class Storage(StorageBase):
         self._write_queue: WriteQueue | None = None
         self._queue_writes = False
         self.events: EventLog | None = None  # set below, once migrations have run
+        self._max_variables: int | None = None  # the connection's, asked once
         self.connection = self._open()
         self._queue_writes = True
         # A shared store (an events folder beside the file, event_log.py) writes every
@@ -291,6 +296,29 @@ class Storage(StorageBase):
         self.connection.close()
         if self._write_queue is not None:
             self._write_queue.close()
+
+    @property
+    def store_file(self) -> Path:
+        return self.path
+
+    def insert_rows(
+        self, head: str, rows: Sequence[tuple[Any, ...]], columns: int, tail: str = ""
+    ) -> None:
+        if not rows:
+            return
+        if self._max_variables is None:
+            self._max_variables = max_variables(self.connection)
+        insert_rows(self.connection, head, rows, columns, self._max_variables, tail)
+
+    def prepare_bulk_write(self) -> None:
+        widen_cache(self.connection)
+
+    @contextmanager
+    def refusals(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.IntegrityError as exc:
+            raise IntegrityViolation(str(exc)) from exc
 
     def error_from(self, exc: sqlite3.Error) -> StoreError:
         text = str(exc)
