@@ -34,7 +34,7 @@ from latency import label, load_average, parse_size  # noqa: E402
 from postgres import BenchServer, vacuum  # noqa: E402
 
 from nervamem import MemoryStore  # noqa: E402
-from nervamem.storage import postgres_scrub  # noqa: E402
+from nervamem.storage.postgres import scrub as postgres_scrub  # noqa: E402
 
 
 def scrub_before(raw: Any, busy_timeout_ms: int) -> str | None:

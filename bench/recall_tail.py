@@ -38,7 +38,7 @@ def main() -> int:
     # CHECKOUT's package first: latency.py puts its own checkout on sys.path.
     import nervamem
     import nervamem.recall.api as api
-    import nervamem.storage.checkpoint as checkpoint
+    import nervamem.storage.sqlite.checkpoint as checkpoint
 
     if not Path(str(nervamem.__file__)).resolve().is_relative_to(args.checkout.resolve()):
         raise SystemExit(f"nervamem was imported from {nervamem.__file__}")

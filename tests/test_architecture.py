@@ -98,9 +98,9 @@ def test_node_and_edge_kinds_are_declared_once_and_the_schema_agrees() -> None:
     from nervamem.ids import KIND_PREFIX
     from nervamem.kinds import EDGE_KINDS, NODE_KINDS
     from nervamem.recall.packing import SECTIONS
-    from nervamem.storage.migrations import EDGE_KIND_CODES
+    from nervamem.storage.sqlite.migrations import EDGE_KIND_CODES
 
-    schema = (PACKAGE / "storage" / "schema.sql").read_text(encoding="utf-8")
+    schema = (PACKAGE / "storage" / "sqlite" / "schema.sql").read_text(encoding="utf-8")
     nodes_table = schema[schema.index("CREATE TABLE mem_nodes") :]
     edges_table = schema[schema.index("CREATE TABLE mem_edges") :]
     assert sorted(_check_values(nodes_table, "kind")) == sorted(NODE_KINDS)

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from .. import conflicts, nodes
 from ..storage.engine import SQLITE
-from ..storage.migrations import EDGE_KIND_CODES
+from ..storage.sqlite.migrations import EDGE_KIND_CODES
 
 if TYPE_CHECKING:
     from ..storage.engine import Connection, Storage

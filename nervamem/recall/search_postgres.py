@@ -31,7 +31,7 @@ from typing import Any
 
 from ..storage.engine import Connection
 from ..storage.postgres import translate
-from ..storage.postgres_search import totals
+from ..storage.postgres.search import totals
 from ..storage.tokenizer import tokens
 from .candidates import NODE_COLUMNS, Candidate, NodeRow
 from .irregular import past_forms

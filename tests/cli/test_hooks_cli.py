@@ -125,7 +125,9 @@ UPGRADE = "the store needs a schema upgrade: run 'nervamem stats' once, then "
 def _store_before_the_last_migration(db: Path, monkeypatch: pytest.MonkeyPatch) -> int:
     """A store as the nervamem before the newest migration left it; its schema version."""
     from nervamem import MemoryStore
-    from nervamem.storage import migrations, sqlite, sqlite_sql
+    from nervamem.storage import sqlite
+    from nervamem.storage.sqlite import migrations
+    from nervamem.storage.sqlite import sql as sqlite_sql
 
     old = len(migrations.MIGRATIONS) - 1
     with monkeypatch.context() as patch:

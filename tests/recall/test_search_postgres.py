@@ -23,7 +23,7 @@ from nervamem import MemoryStore
 from nervamem.recall import search as search_sqlite
 from nervamem.recall import search_postgres
 from nervamem.recall.mask import KnownAt
-from nervamem.storage.postgres_search import why_text
+from nervamem.storage.postgres.search import why_text
 from nervamem.storage.tokenizer import tokens
 from nervamem.writing import NewMemory
 

@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 from nervamem import MemoryStore
 from nervamem.recall.expansion import EXPANSION_EDGES, EXPANSION_FANOUT
 from nervamem.recall.expansion_sqlite import newest_neighbours
-from nervamem.storage import migrations, sqlite, sqlite_sql
-from nervamem.storage.migrations import DEGREE_KEPT_ABOVE, SCHEMA_VERSION
+from nervamem.storage import sqlite
+from nervamem.storage.sqlite import migrations
+from nervamem.storage.sqlite import sql as sqlite_sql
+from nervamem.storage.sqlite.migrations import DEGREE_KEPT_ABOVE, SCHEMA_VERSION
 from nervamem.writing import NewMemory
 from tests.conftest import FakeClock
 

@@ -13,7 +13,7 @@ import pytest
 
 from nervamem import MemoryStore
 from nervamem.ids import ID_PATTERN
-from nervamem.storage import sqlite_sql
+from nervamem.storage.sqlite import sql as sqlite_sql
 from nervamem.writing import NewMemory
 from tests.conftest import CountingRandom, FakeClock
 from tests.store.test_bulk import dump, replay

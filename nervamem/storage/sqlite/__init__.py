@@ -28,25 +28,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import (
+from ...errors import (
     BadInputError,
     IntegrityViolation,
     NervamemError,
     StoreError,
     StoreLockedError,
 )
-from ..ids import RandomSource, random_bits
-from ..locate import resolve_db_path, shown_path
-from ..state import State, load_state, validate_namespace
-from ..state import save_state as write_state_file
-from .common import StorageBase, env_whole_number
-from .engine import SQLITE, Clock
+from ...ids import RandomSource, random_bits
+from ...locate import resolve_db_path, shown_path
+from ...state import State, load_state, validate_namespace
+from ...state import save_state as write_state_file
+from ..common import StorageBase, env_whole_number
+from ..engine import SQLITE, Clock
 from .migrations import MIGRATIONS, SCHEMA_VERSION
-from .sqlite_sql import FRAGMENTS, insert_rows, max_variables, widen_cache
+from .sql import FRAGMENTS, insert_rows, max_variables, widen_cache
 
 if TYPE_CHECKING:
+    from ..event_log import EventLog
     from .checkpoint import Checkpointer
-    from .event_log import EventLog
     from .write_queue import WriteQueue
 
 DEFAULT_BUSY_TIMEOUT_MS = 15_000
@@ -123,7 +123,7 @@ class Storage(StorageBase):
         on writing nodes that no event file holds, which a rebuild of the cache would
         drop and no clone would ever get."""
         if (self.path.parent / "events").is_dir():
-            from .event_log import EventLog, events_folder_beside
+            from ..event_log import EventLog, events_folder_beside
 
             self.events = EventLog(events_folder_beside(self.path))
 

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
-from ..ids import RANDOM_DIGITS
-from .dbapi import Connection
+from ...ids import RANDOM_DIGITS
+from ..dbapi import Connection
 
 # Rows per INSERT: as many as the connection's limit on parameters allows (999 before
 # SQLite 3.32, 32766 since; Python before 3.11 cannot ask, so 999), up to a few thousand.

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..ids import RANDOM_DIGITS
-from .dbapi import Connection
+from ...ids import RANDOM_DIGITS
+from ..dbapi import Connection
 
 
 class PostgresFragments:

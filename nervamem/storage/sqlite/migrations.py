@@ -16,7 +16,11 @@ Migration = Callable[[sqlite3.Connection], None]
 def m001_initial(conn: sqlite3.Connection) -> None:
     from importlib import resources  # only when a store is created: start-up time
 
-    script = resources.files("nervamem.storage").joinpath("schema.sql").read_text(encoding="utf-8")
+    script = (
+        resources.files("nervamem.storage.sqlite")
+        .joinpath("schema.sql")
+        .read_text(encoding="utf-8")
+    )
     for statement in _split_sql(script):
         conn.execute(statement)
 

@@ -58,7 +58,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import (
+from ...errors import (
     BadInputError,
     ConnectionLostError,
     DatabaseFault,
@@ -66,8 +66,8 @@ from ..errors import (
     StoreError,
     StoreLockedError,
 )
-from ..ids import RandomSource, random_bits
-from ..locate import (
+from ...ids import RandomSource, random_bits
+from ...locate import (
     STORE_DIR,
     home_store,
     secrets_of,
@@ -75,18 +75,18 @@ from ..locate import (
     store_url,
     working_folder,
 )
-from ..state import State, state_from_text, state_text, validate_namespace
-from .common import StorageBase, env_whole_number
-from .engine import POSTGRESQL, Connection, Cursor
-from .postgres_search import index_pending
-from .postgres_sql import FRAGMENTS, insert_rows
+from ...state import State, state_from_text, state_text, validate_namespace
+from ..common import StorageBase, env_whole_number
+from ..engine import POSTGRESQL, Connection, Cursor
+from .search import index_pending
+from .sql import FRAGMENTS, insert_rows
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     import psycopg
 
-    from .event_log import EventLog
+    from ..event_log import EventLog
 
 ENV_CONNECT_TIMEOUT = "NERVAMEM_PG_CONNECT_TIMEOUT"
 ENV_STATEMENT_TIMEOUT = "NERVAMEM_PG_STATEMENT_TIMEOUT_MS"
@@ -331,7 +331,7 @@ class PostgresStorage(StorageBase):
         return conn
 
     def _migrate(self, conn: PgConnection) -> None:
-        from .postgres_schema import (
+        from .schema import (
             MIGRATIONS,
             SCHEMA_VERSION,
             applied_version,
@@ -502,7 +502,7 @@ class PostgresStorage(StorageBase):
         (docs/postgres.md, "Purge")."""
         import psycopg
 
-        from .postgres_scrub import REWRITE_TABLES, not_owned, scrub
+        from .scrub import REWRITE_TABLES, not_owned, scrub
 
         todo = f"run as the tables' owner: {REWRITE_TABLES}"
         try:

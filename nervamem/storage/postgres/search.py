@@ -35,12 +35,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .tokenizer import tokens
+from ..tokenizer import tokens
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from .engine import Connection
+    from ..engine import Connection
 
 SCHEMA = [
     'CREATE TABLE mem_search_terms (term text COLLATE "C" NOT NULL, seq bigint NOT NULL, '
@@ -173,7 +173,7 @@ def why_text(kind: str, data: str) -> str | None:
     but decisions with a rationale or rejected alternatives)."""
     if kind != "decision":
         return None
-    from .migrations import WHY_EXPRESSION
+    from ..sqlite.migrations import WHY_EXPRESSION
 
     row = (
         _sqlite()
