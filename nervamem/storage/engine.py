@@ -1,10 +1,10 @@
 """What every storage engine offers the feature modules: the types they are written
-against, so that one feature module runs on SQLite (sqlite.py) and PostgreSQL
-(postgres.py) alike.
+against, so that one feature module runs on SQLite (sqlite/) and PostgreSQL
+(postgres/) alike.
 
 ``Connection`` is the part of a DB-API connection the features use: ``execute`` and
 ``executemany`` with ``?`` placeholders, returning a cursor of plain tuples. SQLite's
-own connection is one; PostgreSQL's is an adapter (postgres.py) that maps ``?`` to the
+own connection is one; PostgreSQL's is an adapter (postgres/) that maps ``?`` to the
 driver's placeholders, a row the server refuses to nervamem's IntegrityViolation and a
 lost server to a StoreError.
 
@@ -48,7 +48,7 @@ POSTGRESQL = "postgresql"
 
 class SqlFragments(Protocol):
     """The pieces of SQL a feature's statement needs in each engine's own words
-    (sqlite_sql.py, postgres_sql.py); the rest of the statement is the same text."""
+    (sqlite/sql.py, postgres/sql.py); the rest of the statement is the same text."""
 
     # The tail of an INSERT into mem_edges that leaves an edge already there alone.
     ignore_existing_edge: str
@@ -86,7 +86,7 @@ class Storage(Protocol):
     events: EventLog | None
     # This connection wrote bookkeeping (a recall's access counts) outside a
     # transaction(); if that is all it wrote, SQLite's close() leaves it in the -wal for
-    # the next writer to checkpoint (sqlite.py).
+    # the next writer to checkpoint (sqlite/).
     bookkeeping: bool
     # A recall's access counts not written yet (SQLite only; recall/access_counts.py).
     pending_counts: PendingWrites | None
@@ -165,7 +165,7 @@ class Storage(Protocol):
 
 def dialect_of(conn: Connection) -> str:
     """The engine whose SQL ``conn`` speaks, for a function that has the connection
-    only: ``sqlite3.Connection`` has no ``engine``; postgres.py's adapter has."""
+    only: ``sqlite3.Connection`` has no ``engine``; postgres/'s adapter has."""
     return str(getattr(conn, "engine", SQLITE))
 
 

@@ -1,4 +1,4 @@
-"""The PostgreSQL storage engine: the same public names as sqlite.py's Storage
+"""The PostgreSQL storage engine: the same public names as sqlite/__init__.py's Storage
 (engine.py's ``Storage``), over one psycopg 3 connection to a server.
 
 Chosen by a ``postgresql://`` or ``postgres://`` URL (``--db``, ``NERVAMEM_DB``,
@@ -36,15 +36,15 @@ How it keeps SQLite's guarantees on a server shared by many machines:
 **Why an adapter, not a second copy of the SQL.** The features' ~300 statements are
 written once, in the subset both engines accept (``ON CONFLICT``, aliased subqueries,
 ``count(*) FILTER``); the few SQLite functions PostgreSQL lacks are defined by its schema
-(postgres_schema.py), and the few fragments that must differ are this engine's own
-(postgres_sql.py, ``storage.sql``). What is left is the placeholder style:
+(postgres/schema.py), and the few fragments that must differ are this engine's own
+(postgres/sql.py, ``storage.sql``). What is left is the placeholder style:
 :func:`translate` maps ``?``, ``?NNN`` and ``:name`` to psycopg's ``%s`` /
 ``%(name)s`` outside quoted text, escaping ``%``. It is a scan of the statement's text,
 not a rewrite of its SQL, and it runs once per distinct statement (an LRU cache), so
 its cost is a dictionary lookup per call.
 
 The connection runs in autocommit mode; :meth:`PostgresStorage.transaction` sends
-BEGIN and COMMIT itself, as sqlite.py does with ``isolation_level=None``. Reads outside
+BEGIN and COMMIT itself, as sqlite/__init__.py does with ``isolation_level=None``. Reads outside
 a transaction are single statements, each its own snapshot.
 """
 
@@ -452,7 +452,7 @@ class PostgresStorage(StorageBase):
                     (state_text(self._state),),
                 )
             self._state_pending = False
-            # The search index's terms come from Python (postgres_search.py): the nodes
+            # The search index's terms come from Python (postgres/search.py): the nodes
             # this transaction wrote are indexed before it commits.
             indexed = index_pending(conn)
             if indexed >= ANALYZE_AFTER_ROWS:
@@ -491,7 +491,7 @@ class PostgresStorage(StorageBase):
     def scrub_files(self) -> str | None:
         """After a purge has committed: rewrite every relation file that may hold the
         content: the tables that held it, their TOAST tables and indexes (VACUUM FULL),
-        and the statistics ANALYZE copied from them (postgres_scrub.py says where the
+        and the statistics ANALYZE copied from them (postgres/scrub.py says where the
         bytes hide and why each step is there).
 
         None when done; else one line saying why the files were not scrubbed and what

@@ -198,7 +198,7 @@ def create_migrations_table(conn: Connection) -> None:
 
 
 def m002_search_index(conn: Connection) -> None:
-    """Recall's full-text index: term tables filled with FTS5's terms (postgres_search.py)."""
+    """Recall's full-text index: term tables filled with FTS5's terms (postgres/search.py)."""
     from .search import create_search_index
 
     create_search_index(conn)

@@ -93,7 +93,7 @@ INDEX_CHUNK = 5000
 
 
 def create_search_index(conn: Connection) -> None:
-    """The migration that adds the index (postgres_schema.MIGRATIONS); nodes already
+    """The migration that adds the index (postgres/schema.py, MIGRATIONS); nodes already
     stored are queued and indexed before the migration's transaction commits."""
     for statement in SCHEMA:
         conn.execute(statement)

@@ -1,6 +1,6 @@
 """What PostgreSQL says differently from SQLite, for the features that write the same
 statement on both engines (engine.py's ``SqlFragments``), and PostgreSQL's way of
-writing many rows at once. postgres.py's PostgresStorage offers them; no feature module
+writing many rows at once. postgres/__init__.py's PostgresStorage offers them; no feature module
 imports this one."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ..dbapi import Connection
 class PostgresFragments:
     ignore_existing_edge = " ON CONFLICT DO NOTHING"
     id_rows = "json_array_elements_text(?::json) AS q(value)"
-    # As SQLite's (sqlite_sql.py), the node itself left out by comparing IDs.
+    # As SQLite's (sqlite/sql.py), the node itself left out by comparing IDs.
     neighbour_parts = (
         "SELECT q.value, (SELECT max({part}) FROM mem_nodes "
         "WHERE {part} <= {value} AND id <> q.value), "

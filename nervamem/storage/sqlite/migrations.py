@@ -253,7 +253,7 @@ _EDGES_TRIGGERS = (
     # An unknown ID makes a NULL seq and fails NOT NULL, as the foreign key failed before.
     # A duplicate is left as it is, as the features' ON CONFLICT DO NOTHING did (SQLite
     # refuses an upsert on a view, so the features leave it out here: see
-    # sqlite_sql.SQLiteFragments.ignore_existing_edge).
+    # sql.py, SQLiteFragments.ignore_existing_edge).
     f"""CREATE TRIGGER mem_edges_insert INSTEAD OF INSERT ON mem_edges BEGIN
     SELECT RAISE(ABORT, 'NOT NULL constraint failed: mem_edges.created_at')
         WHERE new.created_at IS NULL;

@@ -1,6 +1,6 @@
 """What SQLite says differently from PostgreSQL, for the features that write the same
 statement on both engines (engine.py's ``SqlFragments``), and SQLite's way of writing
-many rows at once. sqlite.py's Storage offers them; no feature module imports this one."""
+many rows at once. sqlite/__init__.py's Storage offers them; no feature module imports this one."""
 
 from __future__ import annotations
 
