@@ -177,9 +177,9 @@ def test_a_recall_during_a_rebuild_sees_the_whole_cache(
 SHARE_KILLED = """
 import os, sys
 from nervamem.cli import main
-from nervamem.storage import event_log
+from nervamem import durable
 
-real_write = event_log.write_file_durably
+real_write = durable.write_file_durably
 written = []
 
 def write_then_die(*args, **kwargs):  # SIGKILL, or Ctrl-C, while the history is written
@@ -188,7 +188,7 @@ def write_then_die(*args, **kwargs):  # SIGKILL, or Ctrl-C, while the history is
         os._exit(9)
     return real_write(*args, **kwargs)
 
-event_log.write_file_durably = write_then_die
+durable.write_file_durably = write_then_die
 main(sys.argv[1:])
 """
 
