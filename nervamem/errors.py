@@ -47,6 +47,24 @@ class ConnectionLostError(StoreError):
     committed_nothing = True
 
 
+class DatabaseFault(StoreError):
+    """The database failed a statement for a reason of its own (not a lost connection,
+    not a lock): the store cannot be used for this command. Raised by an engine in place
+    of its driver's error, so that no feature or edge knows the driver's classes; the
+    message reads as the edges have always shown such a failure."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"the store cannot be used: {detail}")
+        # What the database said, without the preamble (for a report that adds its own).
+        self.detail = detail
+
+
+class IntegrityViolation(DatabaseFault):
+    """The database refused a row: a constraint or a trigger (a duplicate key, a value
+    missing). A feature that skips such a row and reports it (an import's event)
+    catches this; elsewhere it ends the command as any DatabaseFault."""
+
+
 class StoreMissingError(StoreError):
     """A read named a store file that does not exist: reading creates no store."""
 

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from . import nodes, writing
 from .errors import BadInputError
 from .sessions import forget_active_session
-from .storage.engine import IGNORE_EXISTING_EDGE
 
 if TYPE_CHECKING:
     from .models import ForgetResult
@@ -59,7 +58,7 @@ def purge_node(storage: Storage, node_id: str) -> tuple[tuple[str, ...], str | N
     rebuilds the file, which drops the copies that earlier writes left in free space
     where SQLite was built without SECURE_DELETE (an update that moves a row, an
     alias taken over; tests/reliability/test_purge.py shows it). On PostgreSQL the
-    tables are rewritten (postgres.py, ``scrub_files``).
+    tables are rewritten (storage/postgres/, ``scrub_files``).
 
     Returns the entities removed with it, and why the files were not scrubbed (None
     when they were; the delete has committed either way). Refused inside a batch
@@ -80,7 +79,7 @@ def purge_node(storage: Storage, node_id: str) -> tuple[tuple[str, ...], str | N
                 storage.events.record_purge(storage.connection, (node_id, *removed))
             # 'rebuild' rather than 'optimize': the optimized segment goes one level
             # above the highest in use, so repeated purges grew the index structure
-            # until FTS5 refused to load it (search_index.py).
+            # until FTS5 refused to load it (storage/sqlite/search_index.py).
             storage.rebuild_search_index()
         not_scrubbed = storage.scrub_files()
     return removed, not_scrubbed
@@ -109,7 +108,7 @@ def delete_purged(storage: Storage, node_id: str, *, relink: bool) -> tuple[str,
                 "SELECT newer.src, older.dst, 'SUPERSEDES', ? FROM mem_edges newer "
                 "JOIN mem_edges older ON older.src = newer.dst AND older.kind = 'SUPERSEDES' "
                 "WHERE newer.dst = ? AND newer.kind = 'SUPERSEDES'"
-                + IGNORE_EXISTING_EDGE[storage.engine],
+                + storage.sql.ignore_existing_edge,
                 (storage.now(), memory),
             )
         forget_active_session(storage, memory)

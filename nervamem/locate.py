@@ -102,7 +102,7 @@ def resolve_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
 
 
 def is_store_url(name: object) -> bool:
-    """Whether ``name`` is a PostgreSQL URL (storage/postgres.py) rather than a path:
+    """Whether ``name`` is a PostgreSQL URL (storage/postgres/) rather than a path:
     the scheme in any case, spaces or a newline around it (pasted) ignored."""
     return isinstance(name, str) and name.strip()[:13].lower().startswith(URL_SCHEMES)
 

@@ -8,22 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import AmbiguousIdError, BadInputError, NotFoundError
 from .ids import MIN_SHORT_DIGITS, RANDOM_DIGITS, parse_short, short_form
-from .storage.engine import POSTGRESQL, SQLITE
 
 if TYPE_CHECKING:
     from .models import Node
     from .storage.engine import Storage
 
 ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
-# The expression that mem_nodes_id_random (m003) indexes: an ID's random part, in each
-# engine's SQL (PostgreSQL's substr counts a negative start from before the string).
-RANDOM_PART_OF = {
-    SQLITE: f"substr({{}}, -{RANDOM_DIGITS})",
-    POSTGRESQL: f"right({{}}, {RANDOM_DIGITS})",
-}
-RANDOM_PART = RANDOM_PART_OF[SQLITE].format("id")
-# The IDs of a JSON array as rows of a column ``value``.
-ID_ROWS = {SQLITE: "json_each(?) q", POSTGRESQL: "json_array_elements_text(?::json) AS q(value)"}
 NODE_SELECT = (
     "SELECT id, kind, content, namespace, valid_from, valid_until, recorded_at, confidence, "
     "tombstoned, access_count, last_accessed, data FROM mem_nodes"
@@ -65,7 +55,8 @@ def resolve_id(storage: Storage, ref: str, *, namespace: str | None = None) -> s
             f"{ref[:40]!r} is not a node ID: a short ID is a kind prefix, '-' and "
             f"{MIN_SHORT_DIGITS} to {RANDOM_DIGITS} hex digits (f-3a9c)"
         )
-    random_part = RANDOM_PART_OF[storage.engine].format("id")
+    # The expression that mem_nodes_id_random (m003) indexes, in the engine's SQL.
+    random_part = storage.sql.random_part("id")
     if short:
         kind, digits = short
         # A range of the random-part index (m003); '+namespace' and 'kind' filter
@@ -114,24 +105,6 @@ def json_strings(values: Sequence[str]) -> str:
     return "[" + ", ".join(map(encode_basestring_ascii, values)) + "]"
 
 
-# The random parts just before and just after each node's own in the random-part index
-# (m003): two seeks of it a node. '<=' with the node itself left out: a twin with the
-# very same random part counts as a neighbour. SQLite leaves the node out by its seq,
-# which the index holds beside the random part (the node's own seq is read from the ID
-# index, also without the table): no table row is read. PostgreSQL compares IDs.
-_NEIGHBOUR_PARTS = {
-    SQLITE: (
-        "SELECT q.value, (SELECT {part} FROM mem_nodes WHERE {part} <= {value} "
-        "AND seq IS NOT own.seq ORDER BY {part} DESC LIMIT 1), "
-        "(SELECT min({part}) FROM mem_nodes WHERE {part} > {value}) "
-        "FROM {ids} LEFT JOIN mem_nodes own ON own.id = q.value"
-    ),
-    POSTGRESQL: (
-        "SELECT q.value, (SELECT max({part}) FROM mem_nodes "
-        "WHERE {part} <= {value} AND id <> q.value), "
-        "(SELECT min({part}) FROM mem_nodes WHERE {part} > {value}) FROM {ids}"
-    ),
-}
 HEX_DIGITS = frozenset("0123456789abcdef")
 
 
@@ -142,10 +115,14 @@ def short_ids(
     its random part (at least ``min_hex``) that no other node in the store shares,
     whatever its kind or namespace, so it resolves wherever the node does."""
     result: dict[str, str] = {}
-    sql = _NEIGHBOUR_PARTS[storage.engine].format(
-        part=RANDOM_PART_OF[storage.engine].format("id"),
-        value=RANDOM_PART_OF[storage.engine].format("q.value"),
-        ids=ID_ROWS[storage.engine],
+    # The random parts just before and just after each node's own in the random-part
+    # index (m003): two seeks of it a node. '<=' with the node itself left out: a twin
+    # with the very same random part counts as a neighbour.
+    fragments = storage.sql
+    sql = fragments.neighbour_parts.format(
+        part=fragments.random_part("id"),
+        value=fragments.random_part("q.value"),
+        ids=fragments.id_rows,
     )
     unique = list(dict.fromkeys(ids))
     for start in range(0, len(unique), 500):

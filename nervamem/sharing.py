@@ -25,13 +25,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import writing
-from .errors import BadInputError, StoreError
+from .errors import BadInputError, IntegrityViolation, StoreError
 from .event_schema import (
     STRAY_FOLDER,
     EventError,
@@ -41,7 +40,7 @@ from .event_schema import (
     parse_event,
     scan_months,
 )
-from .storage.engine import IGNORE_EXISTING_EDGE, SQLITE, Connection, dialect_of
+from .storage.engine import Connection
 from .storage.event_log import (
     EVENT_FILE,
     FORMAT,
@@ -162,7 +161,7 @@ def _apply_changes(
         _require(conn, named, present, own)
         if kind == "edge":
             conn.execute(
-                _EDGE_INSERT + "(?,?,?,?,?)" + IGNORE_EXISTING_EDGE[dialect_of(conn)],
+                _EDGE_INSERT + "(?,?,?,?,?)" + storage.sql.ignore_existing_edge,
                 _edge_row(change),
             )
             if change["kind"] == "SUPERSEDES":
@@ -262,9 +261,7 @@ def import_events(
             problems.append(_problem(source, str(exc)))
     parsed.sort(key=lambda item: item[1]["id"])
     if len(parsed) > 1000:
-        from .writing import widen_cache
-
-        widen_cache(storage.connection)  # as store_many does: a large import
+        storage.prepare_bulk_write()  # as store_many does: a large import
     imported = already = 0
     purged: list[str] = []
     log = storage.events
@@ -295,12 +292,13 @@ def import_events(
                 retry = []
                 for source, event in waiting:
                     try:
-                        purged.extend(apply_event(storage, event, purged_ids, present))
+                        with storage.refusals():
+                            purged.extend(apply_event(storage, event, purged_ids, present))
                     except _Missing as missing:
                         retry.append((source, event, str(missing)))
                         continue
-                    except sqlite3.IntegrityError as exc:
-                        problems.append(_problem(source, f"rejected by the store: {exc}"))
+                    except IntegrityViolation as exc:
+                        problems.append(_problem(source, f"rejected by the store: {exc.detail}"))
                         continue
                     imported += 1
                     applied.append((event["id"], event["recorded_at"]))
@@ -368,7 +366,6 @@ def _apply_in_chunks(
     reports. The result is the same as one event at a time: nodes and edges are
     inserted once by key, and the rest is applied in the same order."""
     conn = storage.connection
-    variables = writing.max_variables(conn)
     left: list[tuple[str, dict[str, Any]]] = []
     for start in range(0, len(events), CHUNK_EVENTS):
         chunk = events[start : start + CHUNK_EVENTS]
@@ -392,10 +389,11 @@ def _apply_in_chunks(
             continue
         conn.execute("SAVEPOINT nervamem_chunk")
         try:
-            reopen = _apply_chunk(conn, chunk, variables)
-            for node_id in reopen:
-                writing.recompute_valid_until(storage, node_id)
-        except sqlite3.IntegrityError:
+            with storage.refusals():
+                reopen = _apply_chunk(storage, chunk)
+                for node_id in reopen:
+                    writing.recompute_valid_until(storage, node_id)
+        except IntegrityViolation:
             conn.execute("ROLLBACK TO nervamem_chunk")
             conn.execute("RELEASE nervamem_chunk")
             left.extend(chunk)
@@ -407,18 +405,15 @@ def _apply_in_chunks(
     return left
 
 
-def _apply_chunk(
-    conn: Connection, chunk: list[tuple[str, dict[str, Any]]], variables: int
-) -> set[str]:
+def _apply_chunk(storage: Storage, chunk: list[tuple[str, dict[str, Any]]]) -> set[str]:
     """One chunk's changes (none a purge, every node they name present or created in
     it); returns the nodes whose valid_until is to be derived again."""
+    conn = storage.connection
     nodes = [_node_row(c) for _, e in chunk for c in e["changes"] if c["type"] == "node"]
-    writing.insert_rows(conn, _NODE_INSERT, nodes, 9, variables, _IGNORE)
+    storage.insert_rows(_NODE_INSERT, nodes, 9, _IGNORE)
     reopen = {row[0] for row in nodes if writing.STATED_END in row[8]}
     edges = [_edge_row(c) for _, e in chunk for c in e["changes"] if c["type"] == "edge"]
-    writing.insert_rows(
-        conn, _EDGE_INSERT, edges, 5, variables, IGNORE_EXISTING_EDGE[dialect_of(conn)]
-    )
+    storage.insert_rows(_EDGE_INSERT, edges, 5, storage.sql.ignore_existing_edge)
     reopen.update(row[1] for row in edges if row[2] == "SUPERSEDES")
     for _, event in chunk:
         for change in event["changes"]:
@@ -500,7 +495,7 @@ def _existing(conn: Connection, table: str, ids: list[str]) -> set[str]:
 def require_file_store(storage: Storage, command: str) -> None:
     """Team memory's event files (docs/team-memory.md) share an SQLite file through git;
     a store on a PostgreSQL server is shared by the server already."""
-    if storage.engine != SQLITE:
+    if storage.store_file is None:
         raise BadInputError(
             f"'{command}' is for SQLite stores shared through git; {storage.location} is "
             "on a PostgreSQL server, which every agent already shares (docs/postgres.md)"
@@ -869,7 +864,8 @@ def history_events(storage: Storage, namespace: str | None = None) -> list[dict[
             )
     alias_rows = conn.execute(
         "SELECT a.namespace, a.alias, a.entity_id, n.recorded_at FROM mem_aliases a "
-        f"JOIN mem_nodes n ON n.id = a.entity_id ORDER BY a.namespace, {_lower_alias(conn)}"
+        "JOIN mem_nodes n ON n.id = a.entity_id ORDER BY a.namespace, "
+        f"{storage.sql.lower_ascii('a.alias')}"
     ).fetchall()
     for ns, alias, entity_id, recorded_at in alias_rows:
         if entity_id in in_scope:
@@ -990,17 +986,6 @@ def share(storage: Storage) -> int:
 # --------------------------------------------------------------------------- comparing
 
 
-def _lower_alias(conn: Connection, column: str = "a.alias") -> str:
-    """An alias lower-cased and ordered as SQLite's NOCASE does on both engines: ASCII
-    letters folded, then byte order. On PostgreSQL the column's ICU collation would
-    fold every letter and order '_' before '-' (api_gateway before api-gateway), so
-    exports and canonical states differed between engines; under "C", lower() folds
-    ASCII only and compares bytes."""
-    if dialect_of(conn) == SQLITE:
-        return f"lower({column})"
-    return f'lower({column} COLLATE "C")'
-
-
 def canonical_state(storage: Storage) -> str:
     """Everything a store shares, in one canonical text: equal on every clone that holds
     the same events. Local matters (row order, access counts, state.yaml) are left out."""
@@ -1016,7 +1001,8 @@ def canonical_state(storage: Storage) -> str:
     ):
         lines.append(canonical_json(["edge", *row[:4], json.loads(row[4])]))
     for row in conn.execute(
-        f"SELECT namespace, {_lower_alias(conn, 'alias')}, entity_id FROM mem_aliases ORDER BY 1, 2"
+        f"SELECT namespace, {storage.sql.lower_ascii('alias')}, entity_id FROM mem_aliases "
+        "ORDER BY 1, 2"
     ):
         lines.append(canonical_json(["alias", *row]))
     return "".join(lines)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .ids import KIND_PREFIX
-from .storage.engine import SQLITE
 
 if TYPE_CHECKING:
     from .models import Stats
@@ -54,7 +53,13 @@ def stats(storage: Storage, *, namespace: str | None = None) -> Stats:
         tombstoned=int(tombstoned),
         superseded=int(superseded),
         pending_consolidation=int(pending),
-        db_path=str(storage.path.resolve()) if storage.engine == SQLITE else storage.location,
+        db_path=_shown_store(storage),
         db_bytes=storage.size_bytes(),
         conflicts=conflicts.count(storage.connection, ns),
     )
+
+
+def _shown_store(storage: Storage) -> str:
+    """The store file's full path; a server's URL without its password."""
+    store_file = storage.store_file
+    return str(store_file.resolve()) if store_file is not None else storage.location

@@ -1,6 +1,6 @@
 """MemoryStore: the face of nervamem for the CLI, embedders and the package's users.
 
-A thin facade. The storage engine (storage/sqlite.py) owns the connection, transactions,
+A thin facade. The storage engine (storage/sqlite/) owns the connection, transactions,
 the clock and ID source, and the active namespace and session; each operation lives in
 the module named for its concept (writing, nodes, sessions, forgetting, stats, recall,
 consolidate, the code bridge) and takes the storage. This class only wires them to one

@@ -29,7 +29,6 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
-from itertools import chain
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -40,22 +39,14 @@ from .kinds import STORABLE_KINDS
 from .locate import graph_path_beside
 from .memory_fields import NewMemory as NewMemory
 from .memory_fields import Ref
-from .storage.engine import IGNORE_EXISTING_EDGE, SQLITE, Connection, dialect_of
 from .timeparse import format_time, parse_time
 
 if TYPE_CHECKING:
     from .code.values import AnchorReport
-    from .storage.engine import Storage
+    from .storage.engine import Connection, Storage
 
 _NODE_COLUMNS = 9
 _EDGE_COLUMNS = 5
-# Rows per INSERT: as many as the connection's limit on parameters allows (999 before
-# SQLite 3.32, 32766 since; Python before 3.11 cannot ask, so 999), up to a few thousand.
-# FTS5 writes its pending index out as a new segment between statements, so fewer,
-# larger statements mean fewer segments to write and merge.
-_MAX_ROWS = 4096
-_DEFAULT_VARIABLES = 999
-BULK_CACHE_KIB = 262_144
 # The superseding checks of supersedable() in one statement, for a full ID (the
 # namespace compared in Python, as for _BY_ID).
 _SUPERSEDABLE = (
@@ -88,7 +79,6 @@ class _Pending:
         self.known: dict[str, tuple[str, str, str]] = {}
         # Supersessions written by this call: old id -> new id.
         self.superseded_by: dict[str, str] = {}
-        self.max_variables: int | None = None
         # The seq of the next node; read from the table while nothing is buffered.
         self.next_seq: int | None = None
 
@@ -134,83 +124,14 @@ class _Pending:
             "INSERT INTO mem_edges (src, dst, kind, created_at, data) VALUES ",
             edges,
             _EDGE_COLUMNS,
-            IGNORE_EXISTING_EDGE[self.storage.engine],
+            self.storage.sql.ignore_existing_edge,
         )
         self.known.clear()
 
     def insert(
         self, head: str, rows: Sequence[tuple[Any, ...]], columns: int, tail: str = ""
     ) -> None:
-        if self.max_variables is None:
-            self.max_variables = max_variables(self.storage.connection)
-        insert_rows(self.storage.connection, head, rows, columns, self.max_variables, tail)
-
-
-def max_variables(conn: Connection) -> int:
-    """How many ``?`` one statement may hold on this connection."""
-    import sqlite3
-
-    getlimit = getattr(conn, "getlimit", None)  # Python 3.11+ and SQLite only
-    limit = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
-    if getlimit is None or limit is None:
-        return _DEFAULT_VARIABLES
-    return int(getlimit(limit))
-
-
-def insert_rows(
-    conn: Connection,
-    head: str,
-    rows: Sequence[tuple[Any, ...]],
-    columns: int,
-    variables: int,
-    tail: str = "",
-) -> None:
-    """Multi-row INSERTs of as many rows as the connection's parameter limit allows
-    (store_many and an import of events: the FTS trigger flushes once per statement).
-    On PostgreSQL, one INSERT ... SELECT FROM unnest(arrays) instead (_insert_unnest)."""
-    if not rows:
-        return
-    if dialect_of(conn) != SQLITE:
-        _insert_unnest(conn, head, rows, columns, tail)
-        return
-    most = max(1, min(_MAX_ROWS, variables // columns))
-    marks = "(" + ",".join(["?"] * columns) + ")"
-    for start in range(0, len(rows), most):
-        chunk = rows[start : start + most]
-        conn.execute(head + ",".join([marks] * len(chunk)) + tail, list(chain.from_iterable(chunk)))
-
-
-def _insert_unnest(
-    conn: Connection, head: str, rows: Sequence[tuple[Any, ...]], columns: int, tail: str
-) -> None:
-    """All rows in one statement of ``columns`` array parameters, one per column: a
-    multi-row VALUES of 4,096 rows is 36,000 parameters that psycopg scans and the
-    server parses and types one by one (~1 s a statement, most of a bulk load's time);
-    arrays are a few parameters, whatever the number of rows, and one round trip. The
-    rows land in the same order, with the same ON CONFLICT handling."""
-    assert head.endswith("VALUES "), head
-    arrays = [list(column) for column in zip(*rows, strict=True)]
-    if len(arrays) != columns:
-        raise ValueError(f"rows of {len(arrays)} values for {columns} columns")
-    typed = [_typed_array(values) for values in arrays]
-    casts = ", ".join(f"?::{cast}" for cast, _ in typed)
-    conn.execute(
-        f"{head[: -len('VALUES ')]}SELECT * FROM unnest({casts}){tail}",
-        [values for _, values in typed],
-    )
-
-
-def _typed_array(values: list[Any]) -> tuple[str, list[Any]]:
-    """A column of values as one PostgreSQL array: bigint[] of whole numbers, float8[]
-    when a number is not whole (a confidence of 1 beside 0.5 in an import's events),
-    else text[]; each value converted to the array's type (psycopg dumps a list by
-    its elements' Python type)."""
-    numbers = [value for value in values if isinstance(value, (int, float))]
-    if not numbers or len(numbers) != sum(value is not None for value in values):
-        return "text[]", values
-    if all(isinstance(value, int) for value in numbers):
-        return "bigint[]", [None if value is None else int(value) for value in values]
-    return "float8[]", [None if value is None else float(value) for value in values]
+        self.storage.insert_rows(head, rows, columns, tail)
 
 
 _EDGE_KEY = itemgetter(0, 2, 1)  # (src, dst, kind, ...) -> mem_edges PRIMARY KEY (src, kind, dst)
@@ -228,20 +149,6 @@ class WriteResult:
         self.anchoring = anchoring
 
 
-def widen_cache(conn: Connection) -> None:
-    """For an import (store_many, sync of many events): it writes all over the edge and
-    FTS indexes of a large store, and a page cache of 256 MiB (instead of 64) keeps them
-    in memory, ~25 % faster at 300k nodes. It stays for the rest of the connection,
-    likely another import. SQLite only: a server sizes its own cache."""
-    if dialect_of(conn) != SQLITE:
-        return
-    cache = int(conn.execute("PRAGMA cache_size").fetchone()[0])
-    if cache > 0:  # a number of pages rather than KiB
-        cache = -cache * int(conn.execute("PRAGMA page_size").fetchone()[0]) // 1024
-    if -cache < BULK_CACHE_KIB:
-        conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
-
-
 def store_memories(
     storage: Storage, memories: Iterable[NewMemory], *, bulk: bool = True
 ) -> WriteResult:
@@ -249,7 +156,7 @@ def store_memories(
     ids: list[str] = []
     conn = storage.connection
     if bulk:
-        widen_cache(conn)
+        storage.prepare_bulk_write()
     with storage.transaction():
         # Inside the caller's batch too, a failure undoes this call and nothing else.
         conn.execute("SAVEPOINT nervamem_store_many")
@@ -419,7 +326,9 @@ class _Writer:
             "confidence, data) VALUES (?, ?, 'entity', ?, ?, ?, ?, 1.0, '{}')",
             (self.pending.seq(), entity_id, clean, namespace, start, self.now),
         )
-        sqlite = dialect_of(conn) == SQLITE
+        # In process, lookups cost little: forget them all and ask again. Over a network,
+        # forget only those the new aliases may change (forget_entities).
+        in_process = storage.in_process
         aliases = entity_rules.alias_forms(clean)
         robbed: set[str] = set()
         for alias in aliases:
@@ -428,17 +337,17 @@ class _Writer:
             # event log captures inserted aliases (event_log.py), not updated ones.
             deleted = conn.execute(
                 "DELETE FROM mem_aliases WHERE namespace = ? AND alias = ?"
-                + ("" if sqlite else " RETURNING entity_id"),
+                + ("" if in_process else " RETURNING entity_id"),
                 (namespace, alias),
             )
-            if not sqlite:
+            if not in_process:
                 robbed.update(str(row[0]) for row in deleted.fetchall())
             conn.execute(
                 "INSERT INTO mem_aliases (namespace, alias, entity_id) VALUES (?,?,?)",
                 (namespace, alias, entity_id),
             )
-        if sqlite:
-            self.entities.clear()  # lookups are in-process: asking again costs little
+        if in_process:
+            self.entities.clear()
         else:
             self.forget_entities(namespace, aliases, robbed)
         self.remember(key, entity_id)
@@ -446,7 +355,7 @@ class _Writer:
 
     def remember(self, key: tuple[str, str], entity_id: str) -> None:
         self.entities[key] = entity_id
-        if key in self.entity_forms or dialect_of(self.storage.connection) == SQLITE:
+        if key in self.entity_forms or self.storage.in_process:
             return
         from . import entities as entity_rules
 

@@ -99,9 +99,9 @@ def test_node_and_edge_kinds_are_declared_once_and_the_schema_agrees() -> None:
     from nervamem.ids import KIND_PREFIX
     from nervamem.kinds import EDGE_KINDS, NODE_KINDS
     from nervamem.recall.packing import SECTIONS
-    from nervamem.storage.migrations import EDGE_KIND_CODES
+    from nervamem.storage.sqlite.migrations import EDGE_KIND_CODES
 
-    schema = (PACKAGE / "storage" / "schema.sql").read_text(encoding="utf-8")
+    schema = (PACKAGE / "storage" / "sqlite" / "schema.sql").read_text(encoding="utf-8")
     nodes_table = schema[schema.index("CREATE TABLE mem_nodes") :]
     edges_table = schema[schema.index("CREATE TABLE mem_edges") :]
     assert sorted(_check_values(nodes_table, "kind")) == sorted(NODE_KINDS)
@@ -156,3 +156,104 @@ def test_search_and_the_node_cache_never_ask_which_engine() -> None:
         for relative in ENGINE_BLIND
     }
     assert questions == {relative: [] for relative in ENGINE_BLIND}
+
+
+# Storage modules that every feature may import: the protocol and what both engines
+# share. Every other module under nervamem/storage/ belongs to one engine.
+ENGINE_NEUTRAL = frozenset(
+    {
+        "nervamem.storage",
+        "nervamem.storage.choose",
+        "nervamem.storage.common",
+        "nervamem.storage.dbapi",
+        "nervamem.storage.engine",
+        "nervamem.storage.event_log",
+        "nervamem.storage.rows",
+        "nervamem.storage.text_index",
+        "nervamem.storage.tokenizer",
+        "nervamem.storage.unicode61",
+    }
+)
+# Names by which a feature would ask which database it is on.
+ENGINE_NAMES = frozenset({"SQLITE", "POSTGRESQL", "dialect_of", "IGNORE_EXISTING_EDGE"})
+# MemoryStore.engine: the public property that names the engine (API, `stats`), the
+# one place outside storage/ that reads it without choosing anything by it.
+PUBLIC_ENGINE_NAME = {"nervamem.store": 1}
+# Recall's expansion, candidates, session context and layout, still to move onto
+# capabilities of the Storage (issue 32): the checks they hold. Shrink it as they go.
+NOT_CONVERTED_YET = {
+    "nervamem.recall.api": 3,
+    "nervamem.recall.candidates": 7,
+    "nervamem.recall.expansion": 6,
+    "nervamem.recall.expansion_sqlite": 1,
+    "nervamem.recall.session_context": 5,
+}
+
+
+def engine_checks(source: str, current: str, is_package: bool) -> list[str]:
+    """The places in one module's source that ask which database is in use: the engine
+    names imported or used, ``x.engine`` read, an engine's own module imported."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            target = _resolve(node.module or "", node.level, current, is_package)
+            for alias in node.names:
+                module = f"{target}.{alias.name}"
+                if alias.name in ENGINE_NAMES:
+                    found.append(f"{node.lineno}: imports {alias.name}")
+                elif _engine_module(target) or _engine_module(module):
+                    found.append(f"{node.lineno}: imports {module}")
+        elif isinstance(node, ast.Import):
+            found.extend(
+                f"{node.lineno}: imports {alias.name}"
+                for alias in node.names
+                if _engine_module(alias.name)
+            )
+        elif isinstance(node, ast.Name) and node.id in ENGINE_NAMES:
+            found.append(f"{node.lineno}: {node.id}")
+        elif isinstance(node, ast.Attribute) and node.attr == "engine":
+            found.append(f"{node.lineno}: .engine")
+    return found
+
+
+def _engine_module(module: str) -> bool:
+    return module.startswith("nervamem.storage.") and not any(
+        module == neutral or module.startswith(neutral + ".")
+        for neutral in ENGINE_NEUTRAL - {"nervamem.storage"}
+    )
+
+
+def test_features_never_ask_which_database_they_are_on() -> None:
+    """Engines own their differences (issue 32): outside nervamem/storage/ no module
+    imports an engine's module or chooses by the engine's name; each asks the Storage
+    for a capability instead (storage.sql, insert_rows, prepare_bulk_write, store_file,
+    refusals). Only the listed modules may still hold checks, no more than listed."""
+    counts: dict[str, int] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module_name(path)
+        if module == "nervamem.storage" or module.startswith("nervamem.storage."):
+            continue
+        checks = engine_checks(path.read_text(encoding="utf-8"), module, path.name == "__init__.py")
+        if checks:
+            counts[module] = len(checks)
+    assert counts == {**PUBLIC_ENGINE_NAME, **NOT_CONVERTED_YET}
+
+
+def test_the_count_sees_every_form_of_asking() -> None:
+    source = (
+        "from .storage.engine import SQLITE, Connection, dialect_of\n"
+        "from .storage import sqlite\n"
+        "from .storage.postgres import translate\n"
+        "from .storage.rows import link\n"
+        "import nervamem.storage.migrations\n"
+        "if storage.engine == SQLITE: pass\n"
+    )
+    assert engine_checks(source, "nervamem.feature", False) == [
+        "1: imports SQLITE",
+        "1: imports dialect_of",
+        "2: imports nervamem.storage.sqlite",
+        "3: imports nervamem.storage.postgres.translate",
+        "5: imports nervamem.storage.migrations",
+        "6: .engine",
+        "6: SQLITE",
+    ]

@@ -14,7 +14,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..storage.engine import POSTGRESQL, Connection, dialect_of, one_of
-from ..storage.migrations import EDGE_KIND_CODES
+from ..storage.sqlite.migrations import EDGE_KIND_CODES
 from .node_cache import CACHED_COLUMNS_TAIL, admits, held, keep_fact
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from math import isqrt
 
 from ..storage.engine import Connection
-from ..storage.migrations import EDGE_KIND_CODES
+from ..storage.sqlite.migrations import EDGE_KIND_CODES
 from .candidates import NODE_COLUMNS
 from .node_cache import CACHED_COLUMNS_TAIL, CachedRow
 

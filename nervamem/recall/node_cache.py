@@ -42,7 +42,7 @@ from sys import intern
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .. import conflicts, nodes
-from ..storage.migrations import EDGE_KIND_CODES
+from ..kinds import EDGE_KINDS
 
 if TYPE_CHECKING:
     from ..storage.engine import Connection, Storage
@@ -520,7 +520,9 @@ def short_ids(storage: Storage, facts: NodeFacts | None, ids: Sequence[str]) -> 
 # Which of the nodes (by seq) supersede any node: only those can have a rival.
 _SUCCESSORS = (
     "SELECT DISTINCT src FROM mem_links "
-    f"WHERE kind = {EDGE_KIND_CODES.index('SUPERSEDES')} AND src IN ({{seqs}})"
+    # mem_links' code of a kind is its place in EDGE_KINDS (m007's frozen copy is the
+    # same list: tests/test_architecture.py).
+    f"WHERE kind = {EDGE_KINDS.index('SUPERSEDES')} AND src IN ({{seqs}})"
 )
 
 

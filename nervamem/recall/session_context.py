@@ -12,7 +12,7 @@ from operator import attrgetter
 from typing import Any
 
 from ..storage.engine import POSTGRESQL, Connection, dialect_of
-from ..storage.migrations import EDGE_KIND_CODES
+from ..storage.sqlite.migrations import EDGE_KIND_CODES
 from .candidates import NODE_COLUMNS, Candidate, NodeRow, sessions_of
 from .mask import KnownAt, mask_sql
 from .questions import QUESTION_SHARE, asks

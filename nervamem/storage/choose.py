@@ -1,7 +1,7 @@
 """Choosing the engine: a ``postgresql://`` or ``postgres://`` URL (``--db``,
 ``NERVAMEM_DB``, ``NERVAPACK_MEMORY_DB``, ``MemoryStore(url)``) opens a PostgreSQL
-database (postgres.py, psycopg imported only then); any other value, or none, an SQLite
-file (sqlite.py, located as locate.py says)."""
+database (postgres/, psycopg imported only then); any other value, or none, an SQLite
+file (sqlite/, located as locate.py says)."""
 
 from __future__ import annotations
 

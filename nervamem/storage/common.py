@@ -4,7 +4,7 @@
 read through the engine's :meth:`StorageBase.read_state` (state.yaml beside an SQLite
 file, a row of ``mem_state`` on PostgreSQL), and the one migration runner
 (:meth:`StorageBase.migrate_schema`) over each engine's ordered registry (migrations.py,
-postgres_schema.py), with what a schema version asks of the engine that opens it
+postgres/schema.py), with what a schema version asks of the engine that opens it
 (:meth:`StorageBase.must_migrate`)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The part of a DB-API connection that nervamem's SQL is written against:
 ``execute`` and ``executemany`` with ``?`` placeholders, and cursors of plain tuples.
-``sqlite3.Connection`` is one; postgres.py's ``PgConnection`` is another."""
+``sqlite3.Connection`` is one; postgres/'s ``PgConnection`` is another."""
 
 from __future__ import annotations
 

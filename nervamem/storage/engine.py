@@ -1,22 +1,21 @@
 """What every storage engine offers the feature modules: the types they are written
-against, so that one feature module runs on SQLite (sqlite.py) and PostgreSQL
-(postgres.py) alike.
+against, so that one feature module runs on SQLite (sqlite/) and PostgreSQL
+(postgres/) alike.
 
 ``Connection`` is the part of a DB-API connection the features use: ``execute`` and
 ``executemany`` with ``?`` placeholders, returning a cursor of plain tuples. SQLite's
-own connection is one; PostgreSQL's is an adapter (postgres.py) that maps ``?`` to the
-driver's placeholders and the driver's errors to the DB-API errors of the ``sqlite3``
-module, which the features already catch (``sqlite3.IntegrityError`` and so on), and a
+own connection is one; PostgreSQL's is an adapter (postgres/) that maps ``?`` to the
+driver's placeholders, a row the server refuses to nervamem's IntegrityViolation and a
 lost server to a StoreError.
 
 ``Storage`` is the engine object (``sqlite.Storage``, ``postgres.PostgresStorage``):
 the connection, write transactions, the clock and ID source, the namespace in use and
-the active session. Feature modules take it, never a path or a URL. Where what a
-feature needs differs between engines, the engine offers it as a capability that each
-implements its own way: the text index (text_index.py), the write generation that
-recall's node cache lives for, how a recall's access counts are written. Features not
-yet moved onto one ask ``storage.engine`` (``"sqlite"`` or ``"postgresql"``) for their
-SQL fragment; everything else is the same text.
+the active session, and the capabilities in which the engines differ: the text index
+(text_index.py), the write generation that recall's node cache lives for, how a
+recall's access counts are written, the SQL fragments that are not the same text on
+both (``storage.sql``), bulk inserts, the preparation of a large write, the store's own
+file if it has one. Feature modules take it, never a path or a URL, and never ask which
+database they are on (tests/test_architecture.py counts the places that still do).
 
 :func:`choose.open_storage` chooses the engine from the store's name: a
 ``postgresql://`` or ``postgres://`` URL is a PostgreSQL database, anything else an
@@ -30,7 +29,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .dbapi import Connection as Connection
 from .dbapi import Cursor as Cursor
@@ -46,10 +45,28 @@ Clock = Callable[[], datetime]
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
-# The tail of an INSERT into mem_edges that leaves an edge already there alone. On
-# SQLite mem_edges is a view (migrations.key_edges_by_seq) that refuses an upsert and
-# whose trigger leaves the edge alone itself.
-IGNORE_EXISTING_EDGE = {SQLITE: "", POSTGRESQL: " ON CONFLICT DO NOTHING"}
+
+
+class SqlFragments(Protocol):
+    """The pieces of SQL a feature's statement needs in each engine's own words
+    (sqlite/sql.py, postgres/sql.py); the rest of the statement is the same text."""
+
+    # The tail of an INSERT into mem_edges that leaves an edge already there alone.
+    ignore_existing_edge: str
+    # A JSON array parameter (``?``) as rows of one column ``q.value``.
+    id_rows: str
+    # For short IDs: per ID of ``{ids}``, the random parts of its neighbours in the
+    # random-part index; ``{part}``, ``{value}`` and ``{ids}`` to be filled in.
+    neighbour_parts: str
+
+    def random_part(self, column: str) -> str:
+        """The random part of the ID in ``column``, as the random-part index holds it."""
+        ...
+
+    def lower_ascii(self, column: str) -> str:
+        """``column`` with ASCII letters folded and ordered byte by byte (as SQLite's
+        NOCASE), so that both engines sort an export alike."""
+        ...
 
 
 class Storage(Protocol):
@@ -70,13 +87,46 @@ class Storage(Protocol):
     events: EventLog | None
     # This connection wrote bookkeeping (a recall's access counts) outside a
     # transaction(); if that is all it wrote, SQLite's close() leaves it in the -wal for
-    # the next writer to checkpoint (sqlite.py).
+    # the next writer to checkpoint (sqlite/).
     bookkeeping: bool
     # A recall's access counts not written yet (SQLite only; recall/access_counts.py).
     pending_counts: PendingWrites | None
 
+    # The database runs in this process (SQLite): a query costs no round trip, so a
+    # feature may ask again rather than keep what it asked (writing.py's entities).
+    in_process: bool
+
     @property
     def connection(self) -> Connection: ...
+
+    @property
+    def sql(self) -> SqlFragments:
+        """The fragments of SQL this engine says in its own words."""
+        ...
+
+    @property
+    def store_file(self) -> Path | None:
+        """The file that is the store (SQLite); None for a store on a server, which
+        every agent reaches already (team memory's event files are for files)."""
+        ...
+
+    def insert_rows(
+        self, head: str, rows: Sequence[tuple[Any, ...]], columns: int, tail: str = ""
+    ) -> None:
+        """INSERT ``rows`` of ``columns`` values each, as few statements as the engine
+        does best: ``head`` ends with ``VALUES ``, ``tail`` (``ON CONFLICT ...``)
+        follows the rows."""
+        ...
+
+    def prepare_bulk_write(self) -> None:
+        """Before a write of many rows (store_many, an import of events)."""
+        ...
+
+    def refusals(self) -> AbstractContextManager[None]:
+        """Inside it, a row the database refuses (a constraint or a trigger) raises
+        nervamem's IntegrityViolation, on every engine: a feature that reports and skips
+        such a row (an import's event) catches that, never a driver's class."""
+        ...
 
     def transaction(self) -> AbstractContextManager[None]: ...
 
@@ -145,7 +195,7 @@ class Storage(Protocol):
 
 def dialect_of(conn: Connection) -> str:
     """The engine whose SQL ``conn`` speaks, for a function that has the connection
-    only: ``sqlite3.Connection`` has no ``engine``; postgres.py's adapter has."""
+    only: ``sqlite3.Connection`` has no ``engine``; postgres/'s adapter has."""
     return str(getattr(conn, "engine", SQLITE))
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from .engine import IGNORE_EXISTING_EDGE
-
 if TYPE_CHECKING:
     from .engine import Storage
 
@@ -45,7 +43,7 @@ def link(
 ) -> None:
     storage.connection.execute(
         "INSERT INTO mem_edges (src, dst, kind, created_at, data) VALUES (?, ?, ?, ?, ?)"
-        + IGNORE_EXISTING_EDGE[storage.engine],
+        + storage.sql.ignore_existing_edge,
         (src, dst, kind, storage.now(), json.dumps(data or {}, sort_keys=True)),
     )
 

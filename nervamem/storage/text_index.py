@@ -1,7 +1,7 @@
 """The full-text index as a capability: what recall's search (recall/search.py) and
 entity resolution (entities.py) ask of an engine, each engine answering with its own
-SQL: FTS5's ``mem_fts`` on SQLite (sqlite_text_index.py), the term tables of
-postgres_search.py on PostgreSQL (postgres_text_index.py). The same memories give the
+SQL: FTS5's ``mem_fts`` on SQLite (sqlite/text_index.py), the term tables of
+postgres/search.py on PostgreSQL (postgres/text_index.py). The same memories give the
 same answers on both (tests/recall/test_search_postgres.py).
 
 What stays with the caller: which terms to look up (recall/terms.py), their forms
@@ -83,9 +83,9 @@ def text_index_of(conn: Connection) -> TextIndex:
     """The index ``conn``'s engine keeps. PostgreSQL's module is imported only for a
     PostgreSQL connection: SQLite's start-up never pays for it."""
     if dialect_of(conn) == POSTGRESQL:
-        from .postgres_text_index import PostgresTextIndex
+        from .postgres.text_index import PostgresTextIndex
 
         return PostgresTextIndex(conn)
-    from .sqlite_text_index import SQLiteTextIndex
+    from .sqlite.text_index import SQLiteTextIndex
 
     return SQLiteTextIndex(conn)

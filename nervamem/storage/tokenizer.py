@@ -2,8 +2,8 @@
 
 The SQLite engine indexes node text with FTS5 (``mem_fts``); the PostgreSQL engine has
 no FTS5, and PostgreSQL's own parser and Snowball stemmer cut words differently, so it
-indexes with this port instead (storage/postgres_search.py) and recall tokenises its
-queries with it (storage/postgres_text_index.py). One tokenisation for both engines is what
+indexes with this port instead (storage/postgres/search.py) and recall tokenises its
+queries with it (storage/postgres/text_index.py). One tokenisation for both engines is what
 makes the same data rank the same on both.
 
 Rules a reader must not break:

@@ -125,13 +125,15 @@ UPGRADE = "the store needs a schema upgrade: run 'nervamem stats' once, then "
 def _store_before_the_last_migration(db: Path, monkeypatch: pytest.MonkeyPatch) -> int:
     """A store as the nervamem before the newest migration left it; its schema version."""
     from nervamem import MemoryStore
-    from nervamem.storage import engine, migrations, sqlite
+    from nervamem.storage import sqlite
+    from nervamem.storage.sqlite import migrations
+    from nervamem.storage.sqlite import sql as sqlite_sql
 
     old = len(migrations.MIGRATIONS) - 1
     with monkeypatch.context() as patch:
         patch.setattr(sqlite, "MIGRATIONS", migrations.MIGRATIONS[:old])
         patch.setattr(sqlite, "SCHEMA_VERSION", old)
-        patch.setitem(engine.IGNORE_EXISTING_EDGE, engine.SQLITE, " ON CONFLICT DO NOTHING")
+        patch.setattr(sqlite_sql.FRAGMENTS, "ignore_existing_edge", " ON CONFLICT DO NOTHING")
         with MemoryStore(db) as memory:
             memory.store("fact", "written before the upgrade", entities=["render"])
     return old

@@ -12,7 +12,7 @@ import pytest
 
 from nervamem import MemoryStore
 from nervamem.errors import BadInputError
-from nervamem.storage.migrations import _split_sql
+from nervamem.storage.sqlite.migrations import _split_sql
 
 pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
 
@@ -112,7 +112,7 @@ def _downgrade_to_m004(path: Path) -> None:
         conn.execute("DROP TABLE mem_fts")
         conn.execute("ALTER TABLE mem_nodes DROP COLUMN why")
         statements = _split_sql(
-            resources.files("nervamem.storage").joinpath("schema.sql").read_text("utf-8")
+            resources.files("nervamem.storage.sqlite").joinpath("schema.sql").read_text("utf-8")
         )
         for statement in statements:
             if "mem_fts" in statement:

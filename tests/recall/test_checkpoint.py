@@ -19,7 +19,7 @@ import pytest
 from nervamem import MemoryStore
 from nervamem.recall import access_counts
 from nervamem.recall.access_counts import FLUSH_EVERY
-from nervamem.storage.checkpoint import CHECKPOINT_EVERY
+from nervamem.storage.sqlite.checkpoint import CHECKPOINT_EVERY
 
 pytestmark = pytest.mark.sqlite_only  # about SQLite's -wal file
 

@@ -16,7 +16,7 @@ from nervamem import MemoryStore
 from nervamem.errors import BadInputError
 from nervamem.recall.terms import query_terms
 from nervamem.recall.tokens import CharTokenCounter, get_counter
-from nervamem.storage.sqlite_text_index import any_of, every_one_of, quote
+from nervamem.storage.sqlite.text_index import any_of, every_one_of, quote
 
 pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
 

@@ -1,6 +1,6 @@
 """Search on PostgreSQL ranks as on SQLite: for the same memories, the PostgreSQL
-engine's term tables hold FTS5's postings, its text index (storage/postgres_text_index.py)
-answers as FTS5's (storage/sqlite_text_index.py), and recall's one search pipeline
+engine's term tables hold FTS5's postings, its text index (storage/postgres/text_index.py)
+answers as FTS5's (storage/sqlite/text_index.py), and recall's one search pipeline
 (recall/search.py) finds the same candidates with the same relevance over either,
 through every stage (rare terms, all-common queries, prefixes), mask, kinds and
 namespace, on SQLite with and without the node cache; the index follows every write
@@ -25,7 +25,7 @@ from nervamem import MemoryStore
 from nervamem.recall import node_cache, search
 from nervamem.recall.candidates import NODE_COLUMNS
 from nervamem.recall.mask import KnownAt
-from nervamem.storage.postgres_search import why_text
+from nervamem.storage.postgres.search import why_text
 from nervamem.storage.text_index import text_index_of
 from nervamem.storage.tokenizer import tokens
 from nervamem.writing import NewMemory

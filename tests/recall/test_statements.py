@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from nervamem import MemoryStore, nodes
 from nervamem.recall import api
 from nervamem.recall.candidates import NODE_COLUMNS, Candidate, sessions_of
-from nervamem.storage.migrations import EDGE_KIND_CODES
+from nervamem.storage.sqlite.migrations import EDGE_KIND_CODES
 
 from .test_properties import SETTINGS, build, memory_spec, text
 

@@ -31,7 +31,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     "baseline": [],
     "busy-timeout-0": [
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
             "DEFAULT_BUSY_TIMEOUT_MS = 15_000",
             "DEFAULT_BUSY_TIMEOUT_MS = 0",
             1,
@@ -39,7 +39,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "busy-timeout-env-ignored": [
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
             'ENV_BUSY_TIMEOUT, DEFAULT_BUSY_TIMEOUT_MS, "milliseconds"',
             '"NERVAMEM_NO_SUCH_VARIABLE", DEFAULT_BUSY_TIMEOUT_MS, "milliseconds"',
             1,
@@ -47,16 +47,21 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "deferred-begin": [
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
             'self.connection.execute("BEGIN IMMEDIATE")',
             'self._conn.execute("BEGIN")',
             1,
         ),
     ],
     "autocommit-writes": [
-        ("nervamem/storage/sqlite.py", 'self.connection.execute("BEGIN IMMEDIATE")', "pass", 1),
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
+            'self.connection.execute("BEGIN IMMEDIATE")',
+            "pass",
+            1,
+        ),
+        (
+            "nervamem/storage/sqlite/__init__.py",
             '            self.connection.execute("COMMIT")',
             "            pass",
             1,
@@ -64,7 +69,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "wal-switch-no-retry": [
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
             "_switch_to_wal(conn, self.busy_timeout_ms)",
             'conn.execute("PRAGMA journal_mode = WAL")',
             1,
@@ -72,7 +77,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "purge-checkpoint-no-retry": [
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
             "            time.sleep(0.02)\n",
             "            return not busy\n",
             1,
@@ -80,7 +85,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "rollback-journal": [
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
             'conn.execute("PRAGMA journal_mode = WAL")',
             'conn.execute("PRAGMA journal_mode = DELETE")',
             1,
@@ -88,13 +93,13 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "journal-off": [
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
             'conn.execute("PRAGMA journal_mode = WAL")',
             'conn.execute("PRAGMA journal_mode = OFF")',
             1,
         ),
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
             'conn.execute("PRAGMA synchronous = FULL")',
             'conn.execute("PRAGMA synchronous = OFF")',
             1,
@@ -102,21 +107,21 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "purge-no-secure-delete": [
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
             '"PRAGMA secure_delete = ON"',
             '"PRAGMA secure_delete = OFF"',
             1,
         ),
     ],
     "purge-no-index-rebuild": [
-        ("nervamem/storage/sqlite.py", "search_index.rebuild(self.connection)", "pass", 1),
+        ("nervamem/storage/sqlite/__init__.py", "search_index.rebuild(self.connection)", "pass", 1),
     ],
     "purge-no-vacuum": [
-        ("nervamem/storage/sqlite.py", 'self.connection.execute("VACUUM")', "pass", 1),
+        ("nervamem/storage/sqlite/__init__.py", 'self.connection.execute("VACUUM")', "pass", 1),
     ],
     "purge-optimize-index": [  # the cause of the store that 1,000 purges bricked
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
             "search_index.rebuild(self.connection)",
             """self.connection.execute("INSERT INTO mem_fts (mem_fts) VALUES ('optimize')")""",
             1,
@@ -124,50 +129,55 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "purge-no-secure-delete-rebuild-vacuum": [
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
             '"PRAGMA secure_delete = ON"',
             '"PRAGMA secure_delete = OFF"',
             1,
         ),
-        ("nervamem/storage/sqlite.py", "search_index.rebuild(self.connection)", "pass", 1),
-        ("nervamem/storage/sqlite.py", 'self.connection.execute("VACUUM")', "pass", 1),
+        ("nervamem/storage/sqlite/__init__.py", "search_index.rebuild(self.connection)", "pass", 1),
+        ("nervamem/storage/sqlite/__init__.py", 'self.connection.execute("VACUUM")', "pass", 1),
     ],
     "purge-no-secure-delete-no-vacuum": [
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
             '"PRAGMA secure_delete = ON"',
             '"PRAGMA secure_delete = OFF"',
             1,
         ),
-        ("nervamem/storage/sqlite.py", 'self.connection.execute("VACUUM")', "pass", 1),
+        ("nervamem/storage/sqlite/__init__.py", 'self.connection.execute("VACUUM")', "pass", 1),
     ],
     "purge-no-checkpoint": [
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
             '            self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")\n',
             "",
             1,
         ),
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
             'busy = self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]',
             "busy = 0",
             1,
         ),
     ],
     "purge-ignores-pinned-pages": [
-        ("nervamem/storage/sqlite.py", "        if not emptied:\n", "        if False:\n", 1),
+        (
+            "nervamem/storage/sqlite/__init__.py",
+            "        if not emptied:\n",
+            "        if False:\n",
+            1,
+        ),
     ],
     "foreign-db-switched-to-wal": [
-        ("nervamem/storage/sqlite.py", " and _may_convert_to_wal(conn):", ":", 1),
+        ("nervamem/storage/sqlite/__init__.py", " and _may_convert_to_wal(conn):", ":", 1),
     ],
     "read-only-not-immutable": [
-        ("nervamem/storage/sqlite.py", 'uri += "&immutable=1"', "pass", 1),
+        ("nervamem/storage/sqlite/__init__.py", 'uri += "&immutable=1"', "pass", 1),
     ],
     "recall-no-namespace-filter": [
         # '+n.namespace = ?' becomes '+(n.namespace = ? OR 1)': every filter of recall's
         # search, session context and expansion
-        ("nervamem/storage/sqlite_text_index.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
+        ("nervamem/storage/sqlite/text_index.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
         ("nervamem/recall/session_context.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
         ("nervamem/recall/expansion.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
     ],
@@ -242,11 +252,11 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
         ),
     ],
     "write-queue-never-insists": [  # writers out of turn forever: SQLite's unfairness again
-        ("nervamem/storage/write_queue.py", "PATIENCE = 0.1\n", "PATIENCE = 1e9\n", 1),
+        ("nervamem/storage/sqlite/write_queue.py", "PATIENCE = 0.1\n", "PATIENCE = 1e9\n", 1),
     ],
     "write-queue-off": [
         (
-            "nervamem/storage/sqlite.py",
+            "nervamem/storage/sqlite/__init__.py",
             "self._queue_writes = True",
             "self._queue_writes = False",
             1,

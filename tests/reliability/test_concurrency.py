@@ -20,7 +20,7 @@ import pytest
 import nervamem.storage.sqlite
 from nervamem import MemoryStore, writing
 from nervamem.errors import StoreError, StoreLockedError
-from nervamem.storage.migrations import MIGRATIONS, SCHEMA_VERSION
+from nervamem.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 from . import harness
 

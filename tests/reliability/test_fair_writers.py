@@ -20,7 +20,7 @@ import pytest
 
 from nervamem import MemoryStore
 from nervamem.errors import StoreLockedError
-from nervamem.storage.write_queue import PATIENCE, WriteQueue
+from nervamem.storage.sqlite.write_queue import PATIENCE, WriteQueue
 
 from . import harness
 

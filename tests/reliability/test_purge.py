@@ -23,8 +23,7 @@ from typing import Any
 import pytest
 
 from nervamem import MemoryStore
-from nervamem.storage import search_index
-from nervamem.storage.sqlite import Storage
+from nervamem.storage.sqlite import Storage, search_index
 
 from . import harness
 

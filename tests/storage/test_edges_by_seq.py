@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 from nervamem import MemoryStore
 from nervamem.recall.expansion import EXPANSION_EDGES, EXPANSION_FANOUT
 from nervamem.recall.expansion_sqlite import newest_neighbours
-from nervamem.storage import engine, migrations, sqlite
-from nervamem.storage.migrations import DEGREE_KEPT_ABOVE, SCHEMA_VERSION
+from nervamem.storage import sqlite
+from nervamem.storage.sqlite import migrations
+from nervamem.storage.sqlite import sql as sqlite_sql
+from nervamem.storage.sqlite.migrations import DEGREE_KEPT_ABOVE, SCHEMA_VERSION
 from nervamem.writing import NewMemory
 from tests.conftest import FakeClock
 
@@ -75,7 +77,7 @@ def test_a_store_at_schema_6_keeps_its_edges_degrees_and_export(
     # Written by the nervamem before m007: its migrations, its edge SQL.
     monkeypatch.setattr(sqlite, "MIGRATIONS", migrations.MIGRATIONS[:6])
     monkeypatch.setattr(sqlite, "SCHEMA_VERSION", 6)
-    monkeypatch.setitem(engine.IGNORE_EXISTING_EDGE, engine.SQLITE, " ON CONFLICT DO NOTHING")
+    monkeypatch.setattr(sqlite_sql.FRAGMENTS, "ignore_existing_edge", " ON CONFLICT DO NOTHING")
     before = make_store()
     ids = populate(before)
     conn = before.connection

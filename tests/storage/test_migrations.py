@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from nervamem import MemoryStore
-from nervamem.storage import engine, migrations, postgres_schema, sqlite
+from nervamem.storage import sqlite
+from nervamem.storage.postgres import schema as postgres_schema
+from nervamem.storage.sqlite import migrations
+from nervamem.storage.sqlite import sql as sqlite_sql
 from tests.storage.test_edges_by_seq import populate
 
 pytestmark = pytest.mark.sqlite_only  # the SQLite file's own tables
@@ -80,7 +83,7 @@ def test_a_store_at_an_older_version_migrates_as_before(
         patch.setattr(sqlite, "SCHEMA_VERSION", version)
         old = make_store()
         if version == 6:  # the features' SQL runs on this schema: give it memories
-            patch.setitem(engine.IGNORE_EXISTING_EDGE, engine.SQLITE, " ON CONFLICT DO NOTHING")
+            patch.setattr(sqlite_sql.FRAGMENTS, "ignore_existing_edge", " ON CONFLICT DO NOTHING")
             populate(old)
         old.close()
     reference = tmp_path / "reference.db"

@@ -28,7 +28,7 @@ from nervamem.errors import (
 )
 from nervamem.locate import shown_url, url_without_password
 from nervamem.storage.postgres import translate
-from nervamem.storage.postgres_schema import MIGRATIONS, SCHEMA_VERSION
+from nervamem.storage.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from tests.conftest import store_fingerprint
 
 pytestmark = pytest.mark.postgresql_only

@@ -112,8 +112,6 @@ def test_a_name_resolved_earlier_in_the_call_follows_a_new_entity_s_alias(
 def test_insert_rows_takes_whole_and_fractional_numbers_in_one_column(store: MemoryStore) -> None:
     """An import's events may give a confidence as 1 beside 0.5 (JSON keeps no type):
     on PostgreSQL the column is one float8[] array, not a bigint[] that 0.5 breaks."""
-    from nervamem.writing import insert_rows, max_variables
-
     conn = store.connection
     rows = [
         (
@@ -128,13 +126,11 @@ def test_insert_rows_takes_whole_and_fractional_numbers_in_one_column(store: Mem
         for n, confidence in enumerate([1, 0.5, 0])
     ]
     with store.batch():
-        insert_rows(
-            conn,
+        store.storage.insert_rows(
             "INSERT INTO mem_nodes (id, kind, content, namespace, valid_from, recorded_at, "
             "confidence) VALUES ",
             rows,
             7,
-            max_variables(conn),
         )
     found = conn.execute(
         "SELECT content, confidence FROM mem_nodes WHERE content LIKE 'row %' ORDER BY content"

@@ -274,7 +274,7 @@ def test_the_wait_compares_32_bit_xids_past_the_first_epoch(server_past_an_epoch
     (PostgreSQL 15, which the tests start, truncates it silently)."""
     import psycopg
 
-    from nervamem.storage.postgres_scrub import older_transaction
+    from nervamem.storage.postgres.scrub import older_transaction
 
     with psycopg.connect(server_past_an_epoch.url(), autocommit=True) as conn:
         assert int(conn.execute("SELECT pg_current_xact_id()::text").fetchone()[0]) >= 2**32

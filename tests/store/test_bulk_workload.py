@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from nervamem import MemoryStore
-from nervamem import writing as bulk
 from nervamem.ids import ID_PATTERN
+from nervamem.storage.sqlite import sql as sqlite_sql
 from nervamem.writing import NewMemory
 from tests.conftest import CountingRandom, FakeClock
 from tests.store.test_bulk import dump, replay
@@ -86,11 +86,11 @@ def fresh(tmp_path: Path, name: str) -> MemoryStore:
     )
 
 
-@pytest.mark.parametrize("max_rows", [bulk._MAX_ROWS, 3])
+@pytest.mark.parametrize("max_rows", [sqlite_sql.MAX_ROWS, 3])
 def test_workload_through_store_many_equals_store_calls(
     tmp_path: Path, workload: Any, monkeypatch: pytest.MonkeyPatch, max_rows: int
 ) -> None:
-    monkeypatch.setattr(bulk, "_MAX_ROWS", max_rows)
+    monkeypatch.setattr(sqlite_sql, "MAX_ROWS", max_rows)
     reference, fast = fresh(tmp_path, "reference"), fresh(tmp_path, "bulk")
     ingest(workload, reference, 1500, 500, bulk_path=False)
     ingest(workload, fast, 1500, 500, bulk_path=True)

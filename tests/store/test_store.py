@@ -20,7 +20,7 @@ from nervamem.errors import (
 )
 from nervamem.ids import ID_PATTERN, make_id
 from nervamem.locate import resolve_db_path
-from nervamem.storage.migrations import SCHEMA_VERSION
+from nervamem.storage.sqlite.migrations import SCHEMA_VERSION
 
 pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
 

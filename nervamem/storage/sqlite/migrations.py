@@ -20,7 +20,11 @@ Migration = Callable[[sqlite3.Connection], None]
 def create_tables(conn: sqlite3.Connection) -> None:
     from importlib import resources  # only when a store is created: start-up time
 
-    script = resources.files("nervamem.storage").joinpath("schema.sql").read_text(encoding="utf-8")
+    script = (
+        resources.files("nervamem.storage.sqlite")
+        .joinpath("schema.sql")
+        .read_text(encoding="utf-8")
+    )
     for statement in _split_sql(script):
         conn.execute(statement)
 
@@ -253,7 +257,7 @@ _EDGES_TRIGGERS = (
     # An unknown ID makes a NULL seq and fails NOT NULL, as the foreign key failed before.
     # A duplicate is left as it is, as the features' ON CONFLICT DO NOTHING did (SQLite
     # refuses an upsert on a view, so the features leave it out here: see
-    # engine.IGNORE_EXISTING_EDGE).
+    # sql.py, SQLiteFragments.ignore_existing_edge).
     f"""CREATE TRIGGER mem_edges_insert INSTEAD OF INSERT ON mem_edges BEGIN
     SELECT RAISE(ABORT, 'NOT NULL constraint failed: mem_edges.created_at')
         WHERE new.created_at IS NULL;
@@ -315,7 +319,7 @@ def key_edges_by_seq(conn: sqlite3.Connection) -> None:
     statements across ten modules for bytes the views save as well. What a view costs:
     an upsert on a view is refused, so on SQLite the features insert edges without
     ``ON CONFLICT DO NOTHING`` and the trigger ignores the duplicate
-    (``engine.IGNORE_EXISTING_EDGE``); ``changes()`` and ``cursor.rowcount`` do not count
+    (``storage.sql.ignore_existing_edge``); ``changes()`` and ``cursor.rowcount`` do not count
     rows a trigger writes (no feature reads them for edges); triggers ``AFTER INSERT ON
     mem_edges`` must be on mem_links (the event log's). The planner flattens the views:
     ``WHERE src = ? AND kind = ?`` reads mem_edge_kinds' index and the ID index, then

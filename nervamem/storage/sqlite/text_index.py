@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from .dbapi import Connection
+from ..dbapi import Connection
 
 # text_index.Filters: a WHERE fragment over mem_nodes n and its parameters.
 Filters = tuple[str, list[Any]]

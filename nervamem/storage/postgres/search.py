@@ -2,7 +2,7 @@
 
 Recall ranks with BM25 over the terms of each node's ``content`` and ``why``, as
 FTS5's tokenizer cuts them (storage/tokenizer.py, the same terms on both engines). Here
-they live in plain tables, read by postgres_text_index.py:
+they live in plain tables, read by text_index.py:
 
 * ``mem_search_terms (term, seq, tf)``: the posting lists, one row per term of a node
   and how often it occurs; the primary key (term, seq) is the lookup of a term and the
@@ -35,12 +35,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .tokenizer import tokens
+from ..tokenizer import tokens
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from .engine import Connection
+    from ..engine import Connection
 
 SCHEMA = [
     'CREATE TABLE mem_search_terms (term text COLLATE "C" NOT NULL, seq bigint NOT NULL, '
@@ -93,7 +93,7 @@ INDEX_CHUNK = 5000
 
 
 def create_search_index(conn: Connection) -> None:
-    """The migration that adds the index (postgres_schema.MIGRATIONS); nodes already
+    """The migration that adds the index (postgres/schema.py, MIGRATIONS); nodes already
     stored are queued and indexed before the migration's transaction commits."""
     for statement in SCHEMA:
         conn.execute(statement)
@@ -173,7 +173,7 @@ def why_text(kind: str, data: str) -> str | None:
     but decisions with a rationale or rejected alternatives)."""
     if kind != "decision":
         return None
-    from .migrations import WHY_EXPRESSION
+    from ..sqlite.migrations import WHY_EXPRESSION
 
     row = (
         _sqlite()

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .engine import Connection
+from ..engine import Connection
 
 Migration = Callable[[Connection], None]
 
@@ -200,8 +200,8 @@ def create_migrations_table(conn: Connection) -> None:
 
 
 def add_search_index(conn: Connection) -> None:
-    """Recall's full-text index: term tables filled with FTS5's terms (postgres_search.py)."""
-    from .postgres_search import create_search_index
+    """Recall's full-text index: term tables filled with FTS5's terms (postgres/search.py)."""
+    from .search import create_search_index
 
     create_search_index(conn)
 

@@ -1,4 +1,4 @@
-"""The PostgreSQL storage engine: the same public names as sqlite.py's Storage
+"""The PostgreSQL storage engine: the same public names as sqlite/__init__.py's Storage
 (engine.py's ``Storage``), over one psycopg 3 connection to a server.
 
 Chosen by a ``postgresql://`` or ``postgres://`` URL (``--db``, ``NERVAMEM_DB``,
@@ -25,6 +25,9 @@ How it keeps SQLite's guarantees on a server shared by many machines:
   the next command opens a new connection.
 * **Credentials** never leave this module: messages and ``stats`` show the URL without
   its password (:func:`shown_url`), and the driver's messages are scrubbed of it.
+* **Errors** are nervamem's (errors.py): a row the server refuses is an
+  IntegrityViolation, any other failure of a statement a DatabaseFault; no psycopg
+  class and no ``sqlite3`` class leaves this module.
 * **State.** The active namespace and sessions (state.yaml beside an SQLite file) are a
   row of ``mem_state`` in the database, read and written inside the write transaction.
 * **The event log** of team memory (event_log.py) is for SQLite files shared through
@@ -33,36 +36,38 @@ How it keeps SQLite's guarantees on a server shared by many machines:
 **Why an adapter, not a second copy of the SQL.** The features' ~300 statements are
 written once, in the subset both engines accept (``ON CONFLICT``, aliased subqueries,
 ``count(*) FILTER``); the few SQLite functions PostgreSQL lacks are defined by its schema
-(postgres_schema.py), and the few fragments that must differ are chosen by
-``storage.engine``. What is left is the placeholder style: :func:`translate` maps ``?``,
-``?NNN`` and ``:name`` to psycopg's ``%s`` / ``%(name)s`` outside quoted text, escaping
-``%``. It is a scan of the statement's text, not a rewrite of its SQL, and it runs once
-per distinct statement (an LRU cache), so its cost is a dictionary lookup per call.
+(postgres/schema.py), and the few fragments that must differ are this engine's own
+(postgres/sql.py, ``storage.sql``). What is left is the placeholder style:
+:func:`translate` maps ``?``, ``?NNN`` and ``:name`` to psycopg's ``%s`` /
+``%(name)s`` outside quoted text, escaping ``%``. It is a scan of the statement's text,
+not a rewrite of its SQL, and it runs once per distinct statement (an LRU cache), so
+its cost is a dictionary lookup per call.
 
 The connection runs in autocommit mode; :meth:`PostgresStorage.transaction` sends
-BEGIN and COMMIT itself, as sqlite.py does with ``isolation_level=None``. Reads outside
+BEGIN and COMMIT itself, as sqlite/__init__.py does with ``isolation_level=None``. Reads outside
 a transaction are single statements, each its own snapshot.
 """
 
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import (
+from ...errors import (
     BadInputError,
     ConnectionLostError,
+    DatabaseFault,
+    IntegrityViolation,
     StoreError,
     StoreLockedError,
 )
-from ..ids import RandomSource, random_bits
-from ..locate import (
+from ...ids import RandomSource, random_bits
+from ...locate import (
     STORE_DIR,
     home_store,
     secrets_of,
@@ -70,17 +75,18 @@ from ..locate import (
     store_url,
     working_folder,
 )
-from ..state import State, state_from_text, state_text, validate_namespace
-from .common import StorageBase, env_whole_number
-from .engine import POSTGRESQL, Connection, Cursor
-from .postgres_search import index_pending
+from ...state import State, state_from_text, state_text, validate_namespace
+from ..common import StorageBase, env_whole_number
+from ..engine import POSTGRESQL, Connection, Cursor
+from .search import index_pending
+from .sql import FRAGMENTS, insert_rows
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     import psycopg
 
-    from .event_log import EventLog
+    from ..event_log import EventLog
 
 ENV_CONNECT_TIMEOUT = "NERVAMEM_PG_CONNECT_TIMEOUT"
 ENV_STATEMENT_TIMEOUT = "NERVAMEM_PG_STATEMENT_TIMEOUT_MS"
@@ -179,9 +185,8 @@ def _arguments(sql: str, parameters: Any) -> tuple[str, Any]:
 
 class PgConnection:
     """A psycopg connection that speaks the DB-API dialect of sqlite3: ``?``
-    placeholders, tuples, and the ``sqlite3`` module's error classes (so the features'
-    ``except sqlite3.IntegrityError`` holds on both engines). A lost server or a timeout
-    becomes a StoreError at once."""
+    placeholders and tuples; its errors are nervamem's (IntegrityViolation for a refused
+    row, a StoreError at once for a lost server or a timeout)."""
 
     engine = POSTGRESQL
 
@@ -219,6 +224,11 @@ class PgConnection:
 
 class PostgresStorage(StorageBase):
     engine = POSTGRESQL
+    sql = FRAGMENTS
+    in_process = False
+    # A server every agent reaches: no file of its own (team memory's event files are
+    # for SQLite files shared through git).
+    store_file = None
 
     def __init__(
         self,
@@ -325,17 +335,17 @@ class PostgresStorage(StorageBase):
         return conn
 
     def _migrate(self, conn: PgConnection) -> None:
-        from .postgres_schema import MIGRATIONS
+        from .schema import MIGRATIONS
 
         self.migrate_schema(conn, MIGRATIONS)
 
     def schema_version(self, conn: PgConnection) -> int:
-        from .postgres_schema import applied_version
+        from .schema import applied_version
 
         return applied_version(conn)
 
     def prepare_migrations(self, conn: PgConnection, version: int) -> None:
-        from .postgres_schema import create_migrations_table
+        from .schema import create_migrations_table
 
         create_migrations_table(conn)
         self.created = version == 0
@@ -358,10 +368,23 @@ class PostgresStorage(StorageBase):
             text = text.replace(secret, "***")
         return text
 
+    def insert_rows(
+        self, head: str, rows: Sequence[tuple[Any, ...]], columns: int, tail: str = ""
+    ) -> None:
+        if rows:
+            insert_rows(self.connection, head, rows, columns, tail)
+
+    def prepare_bulk_write(self) -> None:
+        """Nothing: a server sizes its own cache."""
+
+    def refusals(self) -> AbstractContextManager[None]:
+        # PgConnection raises IntegrityViolation itself.
+        return nullcontext()
+
     def error_from(self, exc: BaseException) -> Exception:
         """The error a driver exception stands for: a StoreError for what ends the
-        command (a lost server, a timeout), the matching ``sqlite3`` DB-API class for
-        what a feature may catch (an integrity error), with the password scrubbed."""
+        command (a lost server, a timeout), IntegrityViolation for what a feature may
+        catch (a refused row), a DatabaseFault for the rest; the password scrubbed."""
         import psycopg
 
         if not isinstance(exc, psycopg.Error):
@@ -386,10 +409,10 @@ class PostgresStorage(StorageBase):
                 f"{self.statement_timeout_ms}; nothing was written"
             )
         if isinstance(exc, psycopg.IntegrityError):
-            return sqlite3.IntegrityError(text)
+            return IntegrityViolation(text)
         if isinstance(exc, psycopg.errors.InsufficientPrivilege):
             return StoreError(f"{self.location}: {text}")
-        return sqlite3.DatabaseError(f"{self.location}: {text}")
+        return DatabaseFault(f"{self.location}: {text}")
 
     def _lost(self) -> bool:
         raw = self._connection.raw if self._connection is not None else None
@@ -427,7 +450,7 @@ class PostgresStorage(StorageBase):
                     (state_text(self._state),),
                 )
             self._state_pending = False
-            # The search index's terms come from Python (postgres_search.py): the nodes
+            # The search index's terms come from Python (postgres/search.py): the nodes
             # this transaction wrote are indexed before it commits.
             indexed = index_pending(conn)
             if indexed >= ANALYZE_AFTER_ROWS:
@@ -466,7 +489,7 @@ class PostgresStorage(StorageBase):
     def scrub_files(self) -> str | None:
         """After a purge has committed: rewrite every relation file that may hold the
         content: the tables that held it, their TOAST tables and indexes (VACUUM FULL),
-        and the statistics ANALYZE copied from them (postgres_scrub.py says where the
+        and the statistics ANALYZE copied from them (postgres/scrub.py says where the
         bytes hide and why each step is there).
 
         None when done; else one line saying why the files were not scrubbed and what
@@ -477,7 +500,7 @@ class PostgresStorage(StorageBase):
         (docs/postgres.md, "Purge")."""
         import psycopg
 
-        from .postgres_scrub import REWRITE_TABLES, not_owned, scrub
+        from .scrub import REWRITE_TABLES, not_owned, scrub
 
         todo = f"run as the tables' owner: {REWRITE_TABLES}"
         try:
@@ -491,7 +514,13 @@ class PostgresStorage(StorageBase):
             return scrub(raw, self.busy_timeout_ms)
         except (psycopg.Error, StoreError) as exc:
             error = self.error_from(exc) if isinstance(exc, psycopg.Error) else exc
-            reason = "a lock" if isinstance(error, StoreLockedError) else _first_line(error)
+            reason = (
+                "a lock"
+                if isinstance(error, StoreLockedError)
+                else error.detail
+                if isinstance(error, DatabaseFault)
+                else _first_line(error)
+            )
             return f"the server's table files still hold the purged bytes ({reason}); {todo}"
 
     @contextmanager
@@ -518,7 +547,7 @@ class PostgresStorage(StorageBase):
                 "WHERE id = ANY (?)",  # one array: one statement text, prepared once
                 [now, list(ids)],
             )
-        except (sqlite3.Error, StoreError):
+        except StoreError:  # DatabaseFault included: the counts are best effort
             pass
         return True
 

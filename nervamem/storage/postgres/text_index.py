@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from .dbapi import Connection
-from .postgres import PgConnection, translate
-from .postgres_search import totals
-from .tokenizer import tokens
+from ..dbapi import Connection
+from ..tokenizer import tokens
+from . import PgConnection, translate
+from .search import totals
 
 # text_index.Filters: a WHERE fragment over mem_nodes n and its parameters.
 Filters = tuple[str, list[Any]]

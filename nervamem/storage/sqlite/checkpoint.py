@@ -15,7 +15,7 @@ Invariants a reader must not break:
   reader or a writer and never blocks one. A committed write is never lost (the -wal
   keeps every frame until a later writer restarts it after a complete checkpoint), and
   a process killed during it leaves a consistent store.
-* Only the access counts' commit goes without the automatic checkpoint (sqlite.py,
+* Only the access counts' commit goes without the automatic checkpoint (sqlite/__init__.py,
   ``commit_bookkeeping``); every other write keeps it.
 * A store that commits counts once, or only at close (a one-shot CLI ``recall``), never
   starts the thread.
@@ -42,7 +42,7 @@ class Checkpointer:
         import threading  # only in a process that recalls more than once
 
         self._path = path
-        # Run on the thread's connection before it closes (sqlite.py passes what keeps
+        # Run on the thread's connection before it closes (sqlite/__init__.py passes what keeps
         # the close from checkpointing: the store's own connection may still be open).
         self._prepare = prepare
         self._wake = threading.Event()

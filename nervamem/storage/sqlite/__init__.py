@@ -22,29 +22,31 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..errors import (
+from ...errors import (
     BadInputError,
+    IntegrityViolation,
     NervamemError,
     StoreError,
     StoreLockedError,
 )
-from ..ids import RandomSource, random_bits
-from ..locate import resolve_db_path, shown_path
-from ..state import State, load_state, validate_namespace
-from ..state import save_state as write_state_file
-from .common import StorageBase, env_whole_number
-from .engine import SQLITE, Clock
+from ...ids import RandomSource, random_bits
+from ...locate import resolve_db_path, shown_path
+from ...state import State, load_state, validate_namespace
+from ...state import save_state as write_state_file
+from ..common import StorageBase, env_whole_number
+from ..engine import SQLITE, Clock
 from .migrations import MIGRATIONS, SCHEMA_VERSION
+from .sql import FRAGMENTS, insert_rows, max_variables, widen_cache
 
 if TYPE_CHECKING:
+    from ..event_log import EventLog
     from .checkpoint import Checkpointer
-    from .event_log import EventLog
     from .write_queue import WriteQueue
 
 DEFAULT_BUSY_TIMEOUT_MS = 15_000
@@ -58,6 +60,8 @@ def utc_now() -> datetime:
 
 class Storage(StorageBase):
     engine = SQLITE
+    sql = FRAGMENTS
+    in_process = True
 
     def __init__(
         self,
@@ -104,6 +108,7 @@ class Storage(StorageBase):
         self._write_queue: WriteQueue | None = None
         self._queue_writes = False
         self.events: EventLog | None = None  # set below, once migrations have run
+        self._max_variables: int | None = None  # the connection's, asked once
         self.connection = self._open()
         self._queue_writes = True
         # A shared store (an events folder beside the file, event_log.py) writes every
@@ -119,7 +124,7 @@ class Storage(StorageBase):
         on writing nodes that no event file holds, which a rebuild of the cache would
         drop and no clone would ever get."""
         if (self.path.parent / "events").is_dir():
-            from .event_log import EventLog, events_folder_beside
+            from ..event_log import EventLog, events_folder_beside
 
             self.events = EventLog(events_folder_beside(self.path))
 
@@ -306,6 +311,29 @@ class Storage(StorageBase):
         self.connection.close()
         if self._write_queue is not None:
             self._write_queue.close()
+
+    @property
+    def store_file(self) -> Path:
+        return self.path
+
+    def insert_rows(
+        self, head: str, rows: Sequence[tuple[Any, ...]], columns: int, tail: str = ""
+    ) -> None:
+        if not rows:
+            return
+        if self._max_variables is None:
+            self._max_variables = max_variables(self.connection)
+        insert_rows(self.connection, head, rows, columns, self._max_variables, tail)
+
+    def prepare_bulk_write(self) -> None:
+        widen_cache(self.connection)
+
+    @contextmanager
+    def refusals(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.IntegrityError as exc:
+            raise IntegrityViolation(str(exc)) from exc
 
     def error_from(self, exc: sqlite3.Error) -> StoreError:
         text = str(exc)
