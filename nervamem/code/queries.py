@@ -22,16 +22,24 @@ from .anchors import anchor_from_record, anchor_records
 from .files import default_root, expanded_path, normalise_path, relative_to
 from .live import LiveSource, nearest
 from .sidecar import open_code_index
-from .symbols import HASH_SCHEME
+from .symbols import HASH_SCHEMES
 from .values import (
     PROBLEM_NO_GRAMMAR,
     REASON_FILE_MISSING,
     REASON_SOURCE_CHANGED,
     REASON_SYMBOL_REMOVED,
     REASON_UNPARSABLE,
+    STATE_CHANGED,
+    STATE_FILE_MISSING,
+    STATE_FRESH,
+    STATE_MOVED,
+    STATE_REMOVED,
+    STATE_UNPARSABLE,
+    STATE_UNVERIFIABLE,
     CodeAnchor,
     CodeForResult,
     CodeMemory,
+    CodeSymbol,
     CodeToResult,
     StaleItem,
     StalenessReport,
@@ -202,15 +210,13 @@ def code_for(
 
 
 def _lines_today(anchor: CodeAnchor, live: LiveSource) -> CodeAnchor:
-    """The anchor with the lines its symbol spans in the file as it reads now (code-for
-    asks about today's file); as recorded when the symbol cannot be found any more."""
-    if anchor.kind == "module":
-        return anchor
-    located = live.locate(anchor.file_path, anchor.qualname, anchor.kind)
-    if not located:
-        return anchor
-    now = nearest(located, anchor.start_line)
-    return replace(anchor, start_line=now.start_line, end_line=now.end_line)
+    """The anchor with its live state, and in ``start_line``/``end_line`` the lines its
+    symbol spans in the file as it reads now (code-for asks about today's file); as
+    recorded when the symbol cannot be found any more (its state says so)."""
+    shown = with_state(anchor, live)
+    if anchor.kind == "module" or shown.lines_now is None:
+        return shown
+    return replace(shown, start_line=shown.lines_now[0], end_line=shown.lines_now[1])
 
 
 def _recorded_contains(anchor: CodeAnchor, line: int) -> bool:
@@ -252,12 +258,13 @@ def code_to(storage: Storage, ref: str, *, namespace: str | None = None) -> Code
                 json.loads(entity_data)
             )
             anchors += [anchor_from_record(r, str(entity_id), str(entity)) for r in records]
+    live = LiveSource(code_root(storage))
     return CodeToResult(
         id=node.id,
         short_id=nodes.short_ids(storage, [node.id])[node.id],
         kind=node.kind,
         content=node.content,
-        anchors=tuple(_unique(anchors)),
+        anchors=tuple(with_state(anchor, live) for anchor in _unique(anchors)),
     )
 
 
@@ -307,26 +314,66 @@ def verify_staleness(storage: Storage, *, namespace: str | None = None) -> Stale
     )
 
 
-def _check_anchor(anchor: CodeAnchor, live: LiveSource) -> tuple[str, str] | None:
-    """None when the anchor still holds; ``("", why)`` when it cannot be verified;
-    otherwise ``(reason, detail)``."""
+def _judge(anchor: CodeAnchor, live: LiveSource) -> tuple[str, CodeSymbol | None, str]:
+    """``(state, symbol now, detail)``: the one check behind both verify-staleness and
+    the state every shown anchor carries, so the two can never disagree."""
     problem, symbols = live.symbols(anchor.file_path)
     if problem == REASON_FILE_MISSING:
-        return problem, f"{anchor.file_path} no longer exists"
+        return STATE_FILE_MISSING, None, f"{anchor.file_path} no longer exists"
     if problem == REASON_UNPARSABLE:
-        return problem, str(symbols[0].parse_error)
+        return STATE_UNPARSABLE, None, str(symbols[0].parse_error)
     if problem == PROBLEM_NO_GRAMMAR:
-        return "", f"no grammar installed reads {anchor.file_path}"
+        return STATE_UNVERIFIABLE, None, f"no grammar installed reads {anchor.file_path}"
     what = anchor.qualname or anchor.graph_node_id
     located = live.locate(anchor.file_path, anchor.qualname, anchor.kind)
     if not located:
-        return REASON_SYMBOL_REMOVED, f"{what} is no longer defined in {anchor.file_path}"
-    if anchor.hash_scheme != HASH_SCHEME or not anchor.source_hash:
-        return "", "no comparable source hash"
-    if any(symbol.source_hash == anchor.source_hash for symbol in located):
-        return None
+        return STATE_REMOVED, None, f"{what} is no longer defined in {anchor.file_path}"
+    recorded = _recorded_lines(anchor)
+    if not anchor.source_hash or anchor.hash_scheme not in HASH_SCHEMES:
+        return STATE_UNVERIFIABLE, nearest(located, anchor.start_line), "no comparable source hash"
+    same = [s for s in located if s.hash_in(anchor.hash_scheme) == anchor.source_hash]
+    if same:
+        now = nearest(same, anchor.start_line)
+        lines = (now.start_line, now.end_line)
+        return (STATE_FRESH if recorded is None or lines == recorded else STATE_MOVED), now, ""
     now = nearest(located, anchor.start_line)
     return (
-        REASON_SOURCE_CHANGED,
+        STATE_CHANGED,
+        now,
         f"{what} changed since it was anchored (now lines {now.start_line}-{now.end_line})",
     )
+
+
+def _recorded_lines(anchor: CodeAnchor) -> tuple[int, int] | None:
+    if anchor.start_line is None:
+        return None
+    return (anchor.start_line, anchor.end_line or anchor.start_line)
+
+
+def with_state(anchor: CodeAnchor, live: LiveSource) -> CodeAnchor:
+    """The anchor as recorded, with its live state and today's lines."""
+    state, now, _ = _judge(anchor, live)
+    lines_now = None
+    if now is not None and now.start_line is not None:
+        lines_now = (now.start_line, now.end_line or now.start_line)
+    return replace(anchor, state=state, lines_recorded=_recorded_lines(anchor), lines_now=lines_now)
+
+
+# The states verify-staleness reports, with the reason it gives each.
+_STALE_REASONS = {
+    STATE_FILE_MISSING: REASON_FILE_MISSING,
+    STATE_UNPARSABLE: REASON_UNPARSABLE,
+    STATE_REMOVED: REASON_SYMBOL_REMOVED,
+    STATE_CHANGED: REASON_SOURCE_CHANGED,
+}
+
+
+def _check_anchor(anchor: CodeAnchor, live: LiveSource) -> tuple[str, str] | None:
+    """None when the anchor still holds; ``("", why)`` when it cannot be verified;
+    otherwise ``(reason, detail)``."""
+    state, _, detail = _judge(anchor, live)
+    if state == STATE_UNVERIFIABLE:
+        return "", detail
+    if state in _STALE_REASONS:
+        return _STALE_REASONS[state], detail
+    return None

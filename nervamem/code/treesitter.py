@@ -8,9 +8,9 @@ Invariants a reader must not break:
   of that language is parsed: ``store`` and ``recall`` never load them.
 * The symbols have the shape Python's have (:func:`symbols.python_symbols`): the module
   node first, then every definition in source order; lines 1-based and inclusive,
-  attributes and decorators included; hashes by :func:`symbols.hash_lines` over those
-  lines, so moving a symbol changes nothing and staleness means the same in every
-  language. Node IDs are ``path::qualname`` (``#2`` for a second definition).
+  attributes and decorators included; hashes by :func:`tokens.hash_tokens` over those
+  lines (comments and layout out), so moving or reformatting a symbol changes nothing.
+  Node IDs are ``path::qualname`` (``#2`` for a second definition).
 * Qualified names are written as the language's users write them: ``Type.Method``
   within Go package ``pkg``, ``Type::method`` within Rust module ``crate::a::b``,
   ``Service.method`` within Java package ``com.example``, ``SessionStore.refresh``
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from .graph_file import NOT_IN_GRAPHML
 from .languages import GO, JAVA, RUST, SourceLanguage
 from .symbols import hash_lines, module_name
+from .tokens import hash_tokens
 from .values import CodeSymbol
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def tree_symbols(file_path: str, data: bytes, language: SourceLanguage) -> list[
         module = _java_package(root)
     else:
         module = module_name(file_path)
-    out = _Symbols(file_path, module, lines, language.separator)
+    out = _Symbols(file_path, module, lines, language.separator, _DIALECTS.get(language, "script"))
     module_symbol = CodeSymbol(
         node_id=file_path,
         file_path=file_path,
@@ -89,7 +90,8 @@ def tree_symbols(file_path: str, data: bytes, language: SourceLanguage) -> list[
         module=module,
         start_line=1,
         end_line=total,
-        source_hash=hash_lines(lines, 1, total),
+        source_hash=hash_tokens(lines, 1, total, out.dialect),
+        lines_hash=hash_lines(lines, 1, total),
     )
     if root.has_error:
         line = _first_error_line(root)
@@ -118,8 +120,11 @@ def _rows(data: bytes) -> list[bytes]:
 class _Symbols:
     """The symbols of one file as a walker finds them."""
 
-    def __init__(self, file_path: str, module: str, lines: list[bytes], separator: str) -> None:
+    def __init__(
+        self, file_path: str, module: str, lines: list[bytes], separator: str, dialect: str
+    ) -> None:
         self.file_path = file_path
+        self.dialect = dialect
         self.module = module
         self.lines = lines
         self.separator = separator
@@ -156,7 +161,8 @@ class _Symbols:
                 module=self.module,
                 start_line=start_row + 1,
                 end_line=end_row + 1,
-                source_hash=hash_lines(self.lines, start_row + 1, end_row + 1),
+                source_hash=hash_tokens(self.lines, start_row + 1, end_row + 1, self.dialect),
+                lines_hash=hash_lines(self.lines, start_row + 1, end_row + 1),
                 parent=parent or self.file_path,
             )
         )
@@ -524,6 +530,9 @@ def _script_body(function: Node, out: _Symbols, parent: str, prefix: list[str]) 
     if body is not None and body.type == "statement_block":
         _script_items(body, out, parent, prefix, False)
 
+
+# How each language's tokens are read (tokens.hash_tokens); TypeScript is JavaScript's.
+_DIALECTS = {GO: "go", RUST: "rust", JAVA: "java"}
 
 _WALKERS: dict[str, Callable[[Node, _Symbols], None]] = {
     GO.name: _go,

@@ -698,4 +698,4 @@ def test_moving_code_down_moves_its_lines_and_keeps_every_hash(
     for symbol in after:  # every span lies within the file and is what was hashed
         start, end = symbol.start_line or 0, symbol.end_line or 0
         assert 1 <= start <= end <= len(lines)
-        assert symbol.source_hash == hash_lines(lines, start, end)
+        assert symbol.lines_hash == hash_lines(lines, start, end)
