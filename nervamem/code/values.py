@@ -108,6 +108,10 @@ class AnchorReport:
     anchors: tuple[CodeAnchor, ...]
     ambiguous: tuple[str, ...]
     warnings: tuple[str, ...]
+    # The entity names that matched no symbol (the memory is stored all the same), and
+    # what was done first to find them (a re-index of the files changed since the last).
+    unresolved: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,8 @@ class IndexResult:
     # Files indexed per language, and the files left out because no grammar reads them.
     languages: dict[str, int] = field(default_factory=dict)
     skipped: tuple[SkippedFile, ...] = ()
+    # Memories anchored by this index because an entity they name now resolves.
+    anchored: int = 0
 
 
 @dataclass(frozen=True)

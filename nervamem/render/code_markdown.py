@@ -28,6 +28,12 @@ def index_result(result: IndexResult) -> str:
         f"{result.root} ({result.parsed} parsed, {result.reused} reused{errors}{skipped}): "
         f"{result.nodes} nodes, {result.edges} CONTAINS edges; {state} {result.graph_path}"
     ]
+    if result.anchored:
+        count = result.anchored
+        lines.append(
+            f"Anchored {count} memor{'y' if count == 1 else 'ies'} whose entity names now "
+            "resolve in the code."
+        )
     lines.extend(f"- {error}" for error in result.errors)
     reasons: dict[str, list[str]] = {}
     for item in result.skipped:

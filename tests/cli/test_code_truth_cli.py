@@ -181,3 +181,43 @@ def test_gofmt_over_the_file_reports_no_anchor_changed(cli: Run, socket_go: Path
     socket_go.write_text(formatted.replace("return s.path", 'return s.path + "/"'))
     stale = json.loads(_ok(cli("verify-staleness", "--format", "json")))["stale"]
     assert [(s["id"], s["reason"]) for s in stale] == [(memories[1], "source changed")]
+
+
+# ----------------------------------------------------------------------------- anchoring
+def test_a_symbol_just_renamed_is_anchored_by_store_without_a_code_index(
+    cli: Run, socket_go: Path
+) -> None:
+    _ok(cli("code", "index"))
+    socket_go.write_text(SOCKET_GO.replace("defaultDir", "defaultDirectory"))
+    result = cli("store", "fact", "defaultDirectory is under HOME", "-e", "defaultDirectory")
+    assert result.exit_code == 0
+    memory = result.stdout.strip()
+    assert "re-indexed 1 changed file of the code graph before anchoring" in result.stderr
+    assert "warning" not in result.stderr
+    anchor = _anchor(json.loads(_ok(cli("code-to", memory, "--format", "json"))))
+    assert (anchor["qualname"], anchor["state"]) == ("defaultDirectory", "fresh")
+
+
+def test_a_name_that_matches_nothing_is_said_so_and_a_later_index_anchors_it(
+    cli: Run, socket_go: Path
+) -> None:
+    _ok(cli("code", "index"))
+    result = cli(
+        "store", "fact", "socketMode is 0600", "-e", "socketMode", "-e", "JWT", "--format", "json"
+    )
+    assert result.exit_code == 0
+    document = json.loads(result.stdout)
+    assert document["unresolved"] == ["socketMode", "JWT"]
+    assert "'socketMode' matches nothing in the code graph" in result.stderr
+    assert "JWT" not in result.stderr  # a plain word may be no code at all
+    assert json.loads(_ok(cli("code-to", document["id"], "--format", "json")))["anchors"] == []
+    # Anchored memories are untouched by a later index; this one is anchored by it.
+    other = _store(cli, "Path is the socket's path", "Socket.Path")
+    socket_go.write_text(SOCKET_GO + "\nfunc socketMode() int {\n\treturn 0o600\n}\n")
+    index = _ok(cli("code", "index", "--format", "markdown"))
+    assert "Anchored 1 memory whose entity names now resolve in the code." in index
+    anchor = _anchor(json.loads(_ok(cli("code-to", document["id"], "--format", "json"))))
+    assert (anchor["qualname"], anchor["state"]) == ("socketMode", "fresh")
+    assert len(json.loads(_ok(cli("code-to", other, "--format", "json")))["anchors"]) == 1
+    socket_go.write_text(SOCKET_GO + "\nfunc socketMode() int {\n\treturn 0o644\n}\n")
+    assert json.loads(_ok(cli("code", "index", "--format", "json")))["anchored"] == 0
