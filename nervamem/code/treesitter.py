@@ -246,9 +246,24 @@ def _go_package(root: Node) -> str:
 
 
 def _go(root: Node, out: _Symbols) -> None:
+    types: dict[str, str] = {}  # a type's name -> its node ID, for its methods' parent
+    methods: dict[str, str] = {}  # a method's node ID -> its receiver type's name
     for child in root.named_children:
         kind = child.type
-        if kind == "function_declaration":
+        if kind in ("const_declaration", "var_declaration"):
+            what = "constant" if kind == "const_declaration" else "variable"
+            specs = [
+                spec
+                for c in child.named_children
+                for spec in (c.named_children if c.type == "var_spec_list" else [c])
+                if spec.type in ("const_spec", "var_spec")
+            ]
+            for spec in specs:
+                idents = [n for n in spec.children_by_field_name("name") if n.is_named]
+                for ident in idents:
+                    whole = child if len(specs) == 1 and len(idents) == 1 else spec
+                    out.add(what, [_text(ident)], whole, None)
+        elif kind == "function_declaration":
             out.add("function", [_name(child)], child, None)
         elif kind == "method_declaration":
             receiver = child.child_by_field_name("receiver")
@@ -257,7 +272,11 @@ def _go(root: Node, out: _Symbols) -> None:
                 for param in receiver.named_children:
                     owner = _type_name(param.child_by_field_name("type"))
                     break
-            out.add("method", [owner, _name(child)] if owner else [_name(child)], child, None)
+            node_id = out.add(
+                "method", [owner, _name(child)] if owner else [_name(child)], child, None
+            )
+            if owner:
+                methods[node_id] = owner
         elif kind == "type_declaration":
             specs = [c for c in child.named_children if c.type in ("type_spec", "type_alias")]
             for spec in specs:
@@ -268,10 +287,19 @@ def _go(root: Node, out: _Symbols) -> None:
                     body_type, "type"
                 )
                 node_id = out.add(what, [name], child if len(specs) == 1 else spec, None)
+                types.setdefault(name, node_id)
                 if body is not None and what == "interface":
                     for elem in body.named_children:
                         if elem.type in ("method_elem", "method_spec"):
                             out.add("method", [name, _name(elem)], elem, node_id)
+    # A method hangs off its receiver type, as Go's users see it, when the type is
+    # declared in the same file (else off the file, as a CONTAINS edge stays in a file).
+    out.symbols = [
+        replace(symbol, parent=types[methods[symbol.node_id]])
+        if symbol.node_id in methods and methods[symbol.node_id] in types
+        else symbol
+        for symbol in out.symbols
+    ]
 
 
 # --- Rust ---------------------------------------------------------------------------
@@ -295,6 +323,11 @@ def rust_module(file_path: str) -> str:
     return "::".join(head + rel) or "crate"
 
 
+_RUST_VALUES = {
+    "const_item": "constant",
+    "static_item": "static",
+    "macro_definition": "macro",
+}
 _RUST_ITEMS = {
     "struct_item": "struct",
     "union_item": "struct",
@@ -319,6 +352,11 @@ def _rust_items(
                 out.add("method", [*prefix, owner, name], child, parent, first)
             else:
                 out.add("function", [*prefix, name], child, parent, first)
+        elif kind in _RUST_VALUES:
+            name = _name(child)
+            if name:
+                parts = [*prefix, owner, name] if owner else [*prefix, name]
+                out.add(_RUST_VALUES[kind], parts, child, parent, first)
         elif kind in _RUST_ITEMS:
             name = _name(child)
             node_id = out.add(_RUST_ITEMS[kind], [*prefix, name], child, parent, first)
@@ -381,6 +419,11 @@ def _java_members(node: Node, out: _Symbols, parent: str | None, prefix: list[st
                 _java_members(body, out, node_id, [*prefix, name])
         elif kind in ("method_declaration", "constructor_declaration"):
             out.add("method", [*prefix, _name(child)], child, parent)
+        elif kind in ("field_declaration", "constant_declaration"):
+            declarators = child.children_by_field_name("declarator")
+            for declarator in declarators:
+                whole = child if len(declarators) == 1 else declarator
+                out.add("field", [*prefix, _name(declarator)], whole, parent)
         elif kind in _JAVA_BODIES:
             _java_members(child, out, parent, prefix)
 
@@ -460,8 +503,14 @@ def _script_item(
     in_class: bool,
 ) -> None:
     kind = child.type
-    if kind in _SCRIPT_TYPES:
-        name = _name(child)
+    default = span.type == "export_statement" and any(c.type == "default" for c in span.children)
+    if default and kind in _FUNCTION_VALUES:  # export default function () {...}, () => ...
+        node_id = out.add("function", [*prefix, "default"], span, parent, first)
+        _script_body(child, out, node_id, [*prefix, "default"])
+    elif default and kind == "object":  # export default { data() {...} }
+        _script_object(child, out, parent, [*prefix, "default"])
+    elif kind in _SCRIPT_TYPES:
+        name = _name(child) or ("default" if default else "")
         if not name:
             return
         node_id = out.add(_SCRIPT_TYPES[kind], [*prefix, name], span, parent, first)
@@ -496,6 +545,8 @@ def _script_item(
             if value.type in _FUNCTION_VALUES:
                 node_id = out.add("function", [*prefix, name], whole, parent, first)
                 _script_body(value, out, node_id, [*prefix, name])
+            elif value.type == "object":  # const api = { get() {...}, post: () => ... }
+                _script_object(value, out, parent, [*prefix, name])
             elif value.type in ("class", "class_expression"):
                 node_id = out.add("class", [*prefix, name], whole, parent, first)
                 body = value.child_by_field_name("body")
@@ -506,6 +557,24 @@ def _script_item(
 _MEMBER_HOLDERS = frozenset(
     {"class_declaration", "abstract_class_declaration", "class", "interface_declaration"}
 )
+
+
+def _script_object(literal: Node, out: _Symbols, parent: str | None, prefix: list[str]) -> None:
+    """The methods of an object literal (``api.get``): its ``get() {...}`` members and its
+    ``post: () => ...`` or ``post: function () {...}`` properties."""
+    for member in literal.named_children:
+        if member.type == "method_definition":
+            name, function = _name(member), member
+        elif member.type == "pair":
+            value = _unparenthesized(member.child_by_field_name("value"))
+            if value is None or value.type not in _FUNCTION_VALUES:
+                continue
+            name, function = _name(member, "key"), value
+        else:
+            continue
+        if name:
+            node_id = out.add("method", [*prefix, name], member, parent)
+            _script_body(function, out, node_id, [*prefix, name])
 
 
 def _immediately_invoked(call: Node) -> Node | None:

@@ -502,6 +502,7 @@ SHAPES = {
             ("function", "Stores.make", 13, 13),
             ("enum", "Kind", 16, 16),
             ("type", "Id", 17, 17),
+            ("function", "default", 18, 18),  # an anonymous default export
         ],
     ),
     "src/overloads.ts": (
