@@ -20,6 +20,7 @@ stream instead: comments and whitespace out, the contents of strings in.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from collections.abc import Sequence
@@ -56,37 +57,93 @@ _CLOSERS = {b")": b"(", b"]": b"[", b"}": b"{"}
 def hash_tokens(lines: Sequence[bytes], start: int, end: int, dialect: str) -> str:
     """The token hash of lines ``start``..``end`` (1-based, inclusive) in ``dialect``
     (``go``, ``rust``, ``java`` or ``script``)."""
-    text = b"\n".join(lines[start - 1 : end])
+    return TokenStream(lines[start - 1 : end], dialect).hash(1, end - start + 1)
+
+
+class TokenStream:
+    """A file's tokens, read once, each with its line: every symbol's hash is the hash
+    of the tokens on its lines, so nested symbols cost no second read."""
+
+    def __init__(self, lines: Sequence[bytes], dialect: str) -> None:
+        self.tokens, self.rows = _tokens(lines, dialect)
+
+    def hash(self, start: int, end: int) -> str:
+        first = bisect.bisect_left(self.rows, start)
+        last = bisect.bisect_right(self.rows, end)
+        return hashlib.sha256(b"\x00".join(self.tokens[first:last])).hexdigest()[:16]
+
+
+def _tokens(lines: Sequence[bytes], dialect: str) -> tuple[list[bytes], list[int]]:
+    text = b"\n".join(lines)
     tokens: list[bytes] = []
-    # For each open bracket: where it sits in ``tokens`` and how many commas it holds.
+    rows: list[int] = []  # the 1-based line of each token
+    row, counted = 1, 0
+    # For each open bracket: where it sits in ``tokens``, how many commas and semicolons
+    # it holds, and whether it opens a Rust match arm's block (``=> {``).
     groups: list[list[int]] = []
     script = dialect == "script"
+    rust = dialect == "rust"
     for match in _LEXERS[dialect].finditer(text):
         kind = match.lastgroup
-        token = match.group()
         if kind in ("ws", "comment"):
             continue
+        token = match.group()
+        at = match.start()
+        row += text.count(b"\n", counted, at)
+        counted = at
         if kind == "str" and script:
             token = _script_string(token)
         elif kind == "punct":
             if script and token == b";":
                 continue
             if token in (b"(", b"[", b"{"):
-                groups.append([len(tokens), 0])
+                # 1: a match arm's block (`=> {`), 2: a closure's (`|x| {`).
+                arm = 0
+                if rust and token == b"{":
+                    arm = 1 if tokens[-2:] == [b"=", b">"] else 2 if tokens[-1:] == [b"|"] else 0
+                call = bool(tokens) and (
+                    tokens[-1] in (b")", b"]")
+                    or (_is_word(tokens[-1]) and tokens[-1] not in _RUST_KEYWORDS)
+                )
+                groups.append([len(tokens), 0, 0, arm, int(call)])
             elif token == b",":
+                if rust and tokens[-1:] == [b","]:
+                    continue  # `=> { x },` became `=> x,` below: one comma
                 if groups:
                     groups[-1][1] += 1
+            elif token == b";":
+                if groups:
+                    groups[-1][2] += 1
             elif token in _CLOSERS:
                 opened = groups.pop() if groups else None
                 if (
                     tokens
                     and tokens[-1] == b","
                     and not (
-                        # (x,) is a one-element tuple in Rust: the comma is the meaning.
-                        dialect == "rust" and token == b")" and opened is not None and opened[1] < 2
+                        # (x,) is a one-element tuple in Rust: the comma is the meaning
+                        # (in a call, f(x,), it is not).
+                        rust
+                        and token == b")"
+                        and opened is not None
+                        and opened[1] < 2
+                        and not opened[4]
                     )
                 ):
                     tokens.pop()
+                    rows.pop()
+                if (
+                    opened is not None
+                    and opened[3]
+                    and not opened[2]
+                    and len(tokens) > opened[0] + 1
+                ):
+                    # `X => { expr }` and `X => expr,` are one arm, `|x| { expr }` and
+                    # `|x| expr` one closure: rustfmt adds and removes the braces of a
+                    # lone expression as the width demands.
+                    del tokens[opened[0]], rows[opened[0]]
+                    if opened[3] == 2:
+                        continue
+                    token = b","
             elif (
                 script
                 and token == b">"
@@ -98,10 +155,18 @@ def hash_tokens(lines: Sequence[bytes], start: int, end: int, dialect: str) -> s
                 and (len(tokens) < 5 or tokens[-5] == b"async" or not _is_word(tokens[-5]))
             ):
                 # `(x) => ...` and `x => ...` are one function: prettier adds the parens.
-                del tokens[-4]
-                del tokens[-2]
+                del tokens[-4], rows[-4]
+                del tokens[-2], rows[-2]
         tokens.append(token)
-    return hashlib.sha256(b"\x00".join(tokens)).hexdigest()[:16]
+        rows.append(row)
+    return tokens, rows
+
+
+# Words after which a Rust `(` opens a tuple or a parenthesised expression, not a call.
+_RUST_KEYWORDS = frozenset(
+    {b"return", b"in", b"match", b"if", b"while", b"else", b"break", b"yield", b"move",
+     b"mut", b"ref", b"let", b"for", b"loop", b"as", b"box"}
+)  # fmt: skip
 
 
 def _is_word(token: bytes) -> bool:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from .graph_file import NOT_IN_GRAPHML
 from .languages import GO, JAVA, RUST, SourceLanguage
 from .symbols import hash_lines, module_name
-from .tokens import hash_tokens
+from .tokens import TokenStream
 from .values import CodeSymbol
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def tree_symbols(file_path: str, data: bytes, language: SourceLanguage) -> list[
         module=module,
         start_line=1,
         end_line=total,
-        source_hash=hash_tokens(lines, 1, total, out.dialect),
+        source_hash=out.tokens.hash(1, total),
         lines_hash=hash_lines(lines, 1, total),
     )
     if root.has_error:
@@ -124,7 +124,7 @@ class _Symbols:
         self, file_path: str, module: str, lines: list[bytes], separator: str, dialect: str
     ) -> None:
         self.file_path = file_path
-        self.dialect = dialect
+        self.tokens = TokenStream(lines, dialect)
         self.module = module
         self.lines = lines
         self.separator = separator
@@ -161,7 +161,7 @@ class _Symbols:
                 module=self.module,
                 start_line=start_row + 1,
                 end_line=end_row + 1,
-                source_hash=hash_tokens(self.lines, start_row + 1, end_row + 1, self.dialect),
+                source_hash=self.tokens.hash(start_row + 1, end_row + 1),
                 lines_hash=hash_lines(self.lines, start_row + 1, end_row + 1),
                 parent=parent or self.file_path,
             )

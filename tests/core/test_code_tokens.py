@@ -128,3 +128,24 @@ def test_an_anchor_recorded_with_line_hashes_is_still_verified(
     assert memory.code_to(node_id).anchors[0].state == "fresh"
     module.write_text("def load(path):\n    return open(path).read(10)\n")
     assert [s.reason for s in memory.verify_staleness().stale] == ["source changed"]
+
+
+def test_rustfmt_rewrapping_arms_closures_and_calls_is_no_change() -> None:
+    """What rustfmt does at another width: a lone expression of a match arm or a
+    closure gains or loses its braces, a call's arguments gain a trailing comma."""
+    pytest.importorskip("tree_sitter_rust")
+    wide = (
+        "fn f(x: Option<u8>) -> u8 {\n    let g = |y| y + 1;\n"
+        "    match x {\n        Some(v) => g(v),\n        None => 0,\n    }\n}\n"
+    )
+    narrow = (
+        "fn f(x: Option<u8>) -> u8 {\n  let g = |y| {\n    y + 1\n  };\n"
+        "  match x {\n    Some(v) => {\n      g(\n        v,\n      )\n    }\n"
+        "    None => 0,\n  }\n}\n"
+    )
+    statement = wide.replace("Some(v) => g(v),", "Some(v) => { g(v); }")
+    hashes = [
+        {s.name: s for s in source_symbols("src/m.rs", text.encode())}["f"].source_hash
+        for text in (wide, narrow, statement)
+    ]
+    assert hashes[0] == hashes[1] != hashes[2]
