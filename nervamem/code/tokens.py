@@ -31,11 +31,8 @@ if TYPE_CHECKING:
 
 TOKENS_SCHEME = "sha256-tokens-16"
 
-_COMMON = [
-    rb"(?P<ws>\s+)",
-    rb"(?P<comment>//[^\n]*|/\*.*?\*/)",
-]
-_TAIL = [rb"(?P<word>\w+)", rb"(?P<punct>.)"]
+_COMMON = [rb"(?P<comment>//[^\n]*|/\*.*?\*/)"]
+_TAIL = [rb"(?P<word>\w+)", rb"(?P<punct>\S)"]
 # Per dialect, the literals whose insides are kept verbatim (whitespace and all).
 _STRINGS = {
     # Go: "..." strings, '...' runes, `...` raw strings (no escapes in them).
@@ -47,8 +44,9 @@ _STRINGS = {
     "java": rb'(?P<str>"""(?:.*?)"""|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\')',
     "script": rb'(?P<str>"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|`(?:\\.|[^`\\])*`)',
 }
+# Each match takes the whitespace before a token with it: no match is spent on layout.
 _LEXERS = {
-    dialect: re.compile(b"|".join([*_COMMON, strings, *_TAIL]), re.DOTALL)
+    dialect: re.compile(rb"\s*(?:" + b"|".join([*_COMMON, strings, *_TAIL]) + b")", re.DOTALL)
     for dialect, strings in _STRINGS.items()
 }
 _CLOSERS = {b")": b"(", b"]": b"[", b"}": b"{"}
@@ -65,19 +63,24 @@ class TokenStream:
     of the tokens on its lines, so nested symbols cost no second read."""
 
     def __init__(self, lines: Sequence[bytes], dialect: str) -> None:
-        self.tokens, self.rows = _tokens(lines, dialect)
+        self.tokens, self.offsets = _tokens(lines, dialect)
+        # Where each line starts in the joined text (one entry past the last line).
+        self.line_starts = [0]
+        for line in lines:
+            self.line_starts.append(self.line_starts[-1] + len(line) + 1)
 
     def hash(self, start: int, end: int) -> str:
-        first = bisect.bisect_left(self.rows, start)
-        last = bisect.bisect_right(self.rows, end)
+        lo = self.line_starts[min(start - 1, len(self.line_starts) - 1)]
+        hi = self.line_starts[min(end, len(self.line_starts) - 1)]
+        first = bisect.bisect_left(self.offsets, lo)
+        last = bisect.bisect_left(self.offsets, hi)
         return hashlib.sha256(b"\x00".join(self.tokens[first:last])).hexdigest()[:16]
 
 
 def _tokens(lines: Sequence[bytes], dialect: str) -> tuple[list[bytes], list[int]]:
     text = b"\n".join(lines)
     tokens: list[bytes] = []
-    rows: list[int] = []  # the 1-based line of each token
-    row, counted = 1, 0
+    rows: list[int] = []  # where each token starts in ``text``
     # For each open bracket: where it sits in ``tokens``, how many commas and semicolons
     # it holds, and whether it opens a Rust match arm's block (``=> {``).
     groups: list[list[int]] = []
@@ -85,12 +88,10 @@ def _tokens(lines: Sequence[bytes], dialect: str) -> tuple[list[bytes], list[int
     rust = dialect == "rust"
     for match in _LEXERS[dialect].finditer(text):
         kind = match.lastgroup
-        if kind in ("ws", "comment"):
+        if kind == "comment" or kind is None:
             continue
-        token = match.group()
-        at = match.start()
-        row += text.count(b"\n", counted, at)
-        counted = at
+        token = match.group(kind)
+        row = match.start(kind)
         if kind == "str" and script:
             token = _script_string(token)
         elif kind == "punct":
@@ -188,36 +189,44 @@ def python_tree_hashes(tree: ast.Module, wanted: Sequence[ast.AST]) -> dict[int,
     import ast
 
     pieces: list[str] = []
+    append = pieces.append
     spans: dict[int, tuple[int, int]] = {}
     marked = {id(node) for node in wanted}
     docstring_holders = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
     skipped_fields = frozenset({"ctx", "type_comment", "type_ignores"})
+    # Per node class: its name and the fields written (hot: once per node of the file).
+    shapes: dict[type, tuple[str, tuple[str, ...]]] = {}
+    node_type = ast.AST
 
     def write(node: ast.AST) -> None:
         begin = len(pieces)
-        pieces.append(type(node).__name__)
-        pieces.append("(")
+        cls = type(node)
+        shape = shapes.get(cls)
+        if shape is None:
+            fields = tuple(f for f in cls._fields if f not in skipped_fields)
+            shape = shapes[cls] = (cls.__name__ + "(", fields)
+        append(shape[0])
         docstring = _docstring_node(node) if isinstance(node, docstring_holders) else None
-        for name, value in ast.iter_fields(node):
-            if name in skipped_fields:
-                continue
-            if isinstance(value, list):
-                pieces.append("[")
+        for name in shape[1]:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                append("[")
                 for item in value:
-                    if docstring is not None and item is docstring:
-                        pieces.append(f"Doc({_clean_doc(docstring)!r})")
-                    elif isinstance(item, ast.AST):
-                        write(item)
+                    if isinstance(item, node_type):
+                        if docstring is not None and item is docstring:
+                            append(f"Doc({_clean_doc(docstring)!r})")
+                        else:
+                            write(item)
                     else:
-                        pieces.append(repr(item))
-                    pieces.append(",")
-                pieces.append("]")
-            elif isinstance(value, ast.AST):
+                        append(repr(item))
+                    append(",")
+                append("]")
+            elif isinstance(value, node_type):
                 write(value)
             else:
-                pieces.append(repr(value))
-            pieces.append(",")
-        pieces.append(")")
+                append(repr(value))
+            append(",")
+        append(")")
         if id(node) in marked:
             spans[id(node)] = (begin, len(pieces))
 
