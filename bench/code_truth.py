@@ -444,6 +444,16 @@ def scratch_folder() -> Path:
 # ----------------------------------------------------------------------------- the report
 
 
+def _origin(repo: Path) -> str:
+    """owner/name of a clone of a /work/.mirror/owner+name/repo snapshot, else its name."""
+    try:
+        url = git(repo, "config", "remote.origin.url").decode().strip()
+    except subprocess.CalledProcessError:
+        url = ""
+    mirrored = Path(url).parent.name if url.endswith("/repo") else ""
+    return mirrored.replace("+", "/") if "+" in mirrored else repo.name.removesuffix(".git")
+
+
 def run_all(repos: dict[str, Path], commits: int) -> str:
     """Both measurements on each repository; Markdown for bench/results.md."""
     rows = []
@@ -467,7 +477,7 @@ def run_all(repos: dict[str, Path], commits: int) -> str:
         current = max(t.checks - t.truly_stale, 1)
         stale = max(t.truly_stale, 1)
         lines.append(
-            f"| {label} | `{repo.name.removesuffix('.git')}` | {t.anchors:,} | {t.checks:,} "
+            f"| {label} | `{_origin(repo)}` | {t.anchors:,} | {t.checks:,} "
             f"| {t.truly_stale:,} | {t.false_changed} ({100 * t.false_changed / current:.2f} %) "
             f"| {t.missed} ({100 * t.missed / stale:.2f} %) "
             f"| {t.false_changed_lines} ({100 * t.false_changed_lines / current:.2f} %) "

@@ -103,18 +103,23 @@ def _tokens(lines: Sequence[bytes], dialect: str) -> tuple[list[bytes], list[int
                 if rust and token == b"{":
                     arm = 1 if tokens[-2:] == [b"=", b">"] else 2 if tokens[-1:] == [b"|"] else 0
                 call = bool(tokens) and (
-                    tokens[-1] in (b")", b"]")
+                    tokens[-1] in (b")", b"]", b">")  # f(..)(x,), a[0](x,), f::<T>(x,)
                     or (_is_word(tokens[-1]) and tokens[-1] not in _RUST_KEYWORDS)
                 )
                 groups.append([len(tokens), 0, 0, arm, int(call)])
             elif token == b",":
-                if rust and tokens[-1:] == [b","]:
-                    continue  # `=> { x },` became `=> x,` below: one comma
+                if rust and tokens[-1:] in ([b","], [b"}"]):
+                    # `=> { x },` became `=> x,` below: one comma; and after a block
+                    # (`=> { ...; x },`, `=> match y { ... },`) the comma is optional.
+                    continue
                 if groups:
                     groups[-1][1] += 1
             elif token == b";":
                 if groups:
                     groups[-1][2] += 1
+            elif token == b">" and tokens[-1:] == [b","]:
+                tokens.pop()  # a trailing comma in generics: `Emitter<'a, W,>`
+                rows.pop()
             elif token in _CLOSERS:
                 opened = groups.pop() if groups else None
                 if (

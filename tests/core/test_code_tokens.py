@@ -149,3 +149,20 @@ def test_rustfmt_rewrapping_arms_closures_and_calls_is_no_change() -> None:
         for text in (wide, narrow, statement)
     ]
     assert hashes[0] == hashes[1] != hashes[2]
+
+
+def test_rustfmt_trailing_commas_in_generics_parameters_and_block_arms_are_no_change() -> None:
+    pytest.importorskip("tree_sitter_rust")
+    wide = (
+        "fn g<F: Float>(mut s: S) -> F {\n    match s.t() {\n"
+        "        Ok(v) => {\n            s.n(v);\n            v\n        }\n"
+        "        Err(_) => 0,\n    }\n}\nstruct E<'a, W: 'a + Write>(&'a mut W);\n"
+    )
+    narrow = (
+        "fn g<F: Float>(\n  mut s: S,\n) -> F {\n  match s.t() {\n"
+        "    Ok(v) => {\n      s.n(v);\n      v\n    },\n"
+        "    Err(_) => 0,\n  }\n}\nstruct E<\n  'a,\n  W: 'a + Write,\n>(&'a mut W);\n"
+    )
+    before = {s.name: s.source_hash for s in source_symbols("src/m.rs", wide.encode())}
+    after = {s.name: s.source_hash for s in source_symbols("src/m.rs", narrow.encode())}
+    assert (after["g"], after["E"]) == (before["g"], before["E"])
