@@ -10,7 +10,8 @@ from __future__ import annotations
 import errno
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ from .live import LiveSource, nearest
 from .sidecar import open_code_index
 from .symbols import HASH_SCHEMES
 from .values import (
+    LINES_SCHEME,
     PROBLEM_NO_GRAMMAR,
     REASON_FILE_MISSING,
     REASON_SOURCE_CHANGED,
@@ -88,6 +90,25 @@ def _touches(
         anchors = tuple(anchor_from_record(r, str(row[6]), str(row[7])) for r in records)
         touches.append(_Touch(row[0], row[1], row[2], row[3], row[4], anchors))
     return touches
+
+
+@contextmanager
+def shown_source(storage: Storage) -> Iterator[LiveSource]:
+    """The source as the views (code-for, code-to, show) read it: from the graph for a
+    file unchanged since it was indexed, else from the file. Costs one open of the
+    lookup index, which also gives the root."""
+    graph_path = graph_path_beside(storage.path)
+    index = None
+    if graph_path.is_file():
+        try:
+            index = open_code_index(graph_path)
+        except (OSError, SyntaxError, ValueError, sqlite3.Error):
+            index = None
+    try:
+        yield LiveSource(index.root if index else default_root(graph_path), index)
+    finally:
+        if index is not None:
+            index.close()
 
 
 def code_root(storage: Storage) -> Path:
@@ -158,11 +179,17 @@ def code_for(
     """Current memories anchored to a file (or folder), or to the code around a line."""
     file_text, line = _split_target(target)
     ns = storage.namespace_for(namespace)
-    root = code_root(storage)
+    with shown_source(storage) as live:
+        return _code_for(storage, ns, live, file_text, line, cwd)
+
+
+def _code_for(
+    storage: Storage, ns: str, live: LiveSource, file_text: str, line: int | None, cwd: Path | None
+) -> CodeForResult:
+    root = live.root
     file_path, is_dir = _root_relative(root, file_text, cwd or _working_folder())
     if is_dir and line is not None:
         raise BadInputError(f"{file_text} is a folder: a line needs a file")
-    live = LiveSource(root)
 
     def wanted(anchor: CodeAnchor) -> bool:
         if is_dir:
@@ -258,13 +285,14 @@ def code_to(storage: Storage, ref: str, *, namespace: str | None = None) -> Code
                 json.loads(entity_data)
             )
             anchors += [anchor_from_record(r, str(entity_id), str(entity)) for r in records]
-    live = LiveSource(code_root(storage))
+    with shown_source(storage) as live:
+        shown = tuple(with_state(anchor, live) for anchor in _unique(anchors))
     return CodeToResult(
         id=node.id,
         short_id=nodes.short_ids(storage, [node.id])[node.id],
         kind=node.kind,
         content=node.content,
-        anchors=tuple(with_state(anchor, live) for anchor in _unique(anchors)),
+        anchors=shown,
     )
 
 
@@ -325,7 +353,10 @@ def _judge(anchor: CodeAnchor, live: LiveSource) -> tuple[str, CodeSymbol | None
     if problem == PROBLEM_NO_GRAMMAR:
         return STATE_UNVERIFIABLE, None, f"no grammar installed reads {anchor.file_path}"
     what = anchor.qualname or anchor.graph_node_id
-    located = live.locate(anchor.file_path, anchor.qualname, anchor.kind)
+    # An anchor made before token hashes compares the lines hash, which only a read of
+    # the file gives (the graph holds token hashes).
+    reread = anchor.hash_scheme == LINES_SCHEME
+    located = live.locate(anchor.file_path, anchor.qualname, anchor.kind, reread=reread)
     if not located:
         return STATE_REMOVED, None, f"{what} is no longer defined in {anchor.file_path}"
     recorded = _recorded_lines(anchor)

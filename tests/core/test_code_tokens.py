@@ -166,3 +166,35 @@ def test_rustfmt_trailing_commas_in_generics_parameters_and_block_arms_are_no_ch
     before = {s.name: s.source_hash for s in source_symbols("src/m.rs", wide.encode())}
     after = {s.name: s.source_hash for s in source_symbols("src/m.rs", narrow.encode())}
     assert (after["g"], after["E"]) == (before["g"], before["E"])
+
+
+def test_the_views_read_a_file_unchanged_since_the_index_from_the_graph(
+    tmp_path: Path, make_store: Callable[..., MemoryStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """code-for, code-to and show give each anchor's state without parsing a file that
+    has not changed since it was indexed (the graph holds its symbols and hashes); an
+    edited file is parsed again."""
+    import os
+
+    from nervamem.code import live
+
+    repo = tmp_path / "repo"
+    (repo / ".nervapack").mkdir(parents=True)
+    module = repo / "m.py"
+    module.write_text("\n\ndef load(path):\n    return open(path).read()\n")
+    an_hour_ago = module.stat().st_mtime_ns - 3600 * 10**9
+    os.utime(module, ns=(an_hour_ago, an_hour_ago))  # outside the racy window
+    memory = make_store(repo / ".nervapack" / "memory.db")
+    memory.index_code()
+    node_id = memory.store("fact", "load reads it all", entities=["load"])
+
+    def no_parse(*args: object) -> object:
+        raise AssertionError("parsed a file the graph holds")
+
+    monkeypatch.setattr(live, "source_symbols", no_parse)
+    assert [a.state for a in memory.code_to(node_id).anchors] == ["fresh"]
+    assert [i.id for i in memory.code_for("m.py", cwd=repo).items] == [node_id]
+    monkeypatch.undo()
+    module.write_text("def load(path):\n    return open(path).read()\n")
+    anchor = memory.code_to(node_id).anchors[0]
+    assert (anchor.state, anchor.lines_now) == ("moved", (1, 2))
