@@ -21,6 +21,10 @@ tokio 1.24 (Debian's librust-tokio-dev, which ships the crate's source), the Go 
 standard library (Debian's golang-1.19-src) and OpenJDK's ``java.base`` (the
 ``src.zip`` a JDK on this machine ships). Results go to stdout and, with ``--write``, to
 the ``<!-- code-index:begin -->`` section of bench/results.md.
+
+``--truth LABEL=GIT_DIR`` (repeatable; ``--commits N``, default 200) runs instead the
+measurements of bench/code_truth.py on real histories: the staleness truth table and a
+formatter run over each repository, into the ``<!-- code-truth:begin -->`` section.
 """
 
 from __future__ import annotations
@@ -203,10 +207,10 @@ def table(rows: list[dict[str, object]], base_mib: float) -> str:
     return "\n".join(lines)
 
 
-def write_results(text: str) -> None:
+def write_results(text: str, section: str = "code-index") -> None:
     results = HERE / "results.md"
     body = results.read_text(encoding="utf-8")
-    begin, end = "<!-- code-index:begin -->", "<!-- code-index:end -->"
+    begin, end = f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
     if begin in body and end in body:
         head, rest = body.split(begin, 1)
         body = head + begin + "\n" + text + "\n" + end + rest.split(end, 1)[1]
@@ -220,7 +224,25 @@ def main() -> None:
     parser.add_argument("trees", nargs="*", help="LABEL=FOLDER, e.g. Go=/src/go")
     parser.add_argument("--fetch", action="store_true", help="obtain the default sources")
     parser.add_argument("--write", action="store_true", help="update bench/results.md")
+    parser.add_argument(
+        "--truth", action="append", default=[], help="LABEL=GIT_DIR: staleness truth table"
+    )
+    parser.add_argument("--commits", type=int, default=200, help="commits replayed (--truth)")
     args = parser.parse_args()
+    if args.truth:
+        sys.path.insert(0, str(ROOT))
+        from bench.code_truth import run_all
+
+        repos = {label: Path(d) for label, _, d in (t.partition("=") for t in args.truth)}
+        header = (
+            f"### Code bridge truth ({platform.python_version()}, {os.cpu_count()} cores)\n\n"
+            f"`python bench/code_index.py --truth ... --commits {args.commits} --write`\n\n"
+        )
+        report = header + run_all(repos, args.commits)
+        print(report)
+        if args.write:
+            write_results(report, "code-truth")
+        return
     trees: dict[str, Path] = fetch() if args.fetch else {}
     for item in args.trees:
         label, _, folder = item.partition("=")

@@ -171,6 +171,11 @@ def _detail(storage: Storage, node_id: str) -> NodeDetail:
             superseded = True
     if node.kind == "entity":
         anchors += [anchor_from_record(r, node.id, node.content) for r in anchor_records(node.data)]
+    if anchors:  # as code-for and code-to show them: with what became of their code
+        from .code.queries import shown_source, with_state
+
+        with shown_source(storage) as live:
+            anchors = [with_state(anchor, live) for anchor in anchors]
     rejected = node.data.get("rejected")
     return NodeDetail(
         id=node.id,

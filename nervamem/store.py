@@ -230,9 +230,30 @@ class MemoryStore:
         CLI's and MCP's ``store``: its ID, and how its entities were anchored to code."""
         from . import writing  # not on the path of a read: recall, show, list
 
+        note = self._refresh_code_graph(memory.entities)
         result = writing.store_memories(self.storage, (memory,), bulk=False)
         node_id = result.ids[0]
-        return node_id, result.anchoring.get(node_id)
+        report = result.anchoring.get(node_id)
+        if report is not None and note:
+            from dataclasses import replace
+
+            report = replace(report, notes=(*report.notes, note))
+        return node_id, report
+
+    def _refresh_code_graph(self, entities: Sequence[str]) -> str | None:
+        """Before anchoring, outside the write transaction: re-index the files changed
+        since the last index when a name written as code matches nothing yet (an agent
+        naming the symbol it just wrote). A note when it did."""
+        if not entities:
+            return None
+        from .locate import graph_path_beside
+
+        graph_path = graph_path_beside(self.storage.path)
+        if not graph_path.is_file():
+            return None
+        from .code.indexing import refresh_before_anchoring
+
+        return refresh_before_anchoring(graph_path, list(entities))
 
     def store_many(self, memories: Iterable[NewMemory]) -> list[str]:
         """Store many memories in one transaction and return their IDs, in order.

@@ -86,9 +86,15 @@ def store_memory(
         settings, namespace, create=True, before_create=lambda: check_new_memory(memory)
     ) as store:
         node_id, anchoring = store.store_memory(memory)
+    for note in anchoring.notes if anchoring else ():
+        sys.stderr.write(f"nervamem: note: {visible(note)}\n")
     for warning in anchoring.warnings if anchoring else ():
         # Warnings name entities (user text) and go to a person's terminal.
         sys.stderr.write(f"nervamem: warning: {visible(warning)}\n")
+    if output == "json" and anchoring and anchoring.unresolved:
+        # Additive: an agent reading JSON learns which names anchored nothing.
+        emit("stored", {"id": node_id, "unresolved": list(anchoring.unresolved)}, output)
+        return
     emit("id", node_id, output)
 
 

@@ -54,6 +54,7 @@ def anchor_entities(
         anchors_all: list[CodeAnchor] = []
         ambiguous: list[str] = []
         warnings: list[str] = []
+        unresolved: list[str] = []
         conn = storage.connection
         for entity_id, names in names_by_entity.items():
             row = conn.execute(
@@ -67,12 +68,15 @@ def anchor_entities(
                 if candidates:
                     break
             if not candidates:
-                if looks_like_code(names[0]):
-                    # Named like code yet nothing matches: a typo or a symbol gone. As
-                    # for an ambiguous name, the memory is stored; the writer is told.
+                unresolved.append(names[0])
+                if reads_as_code(names[0]):
+                    # Named like code yet nothing matches, even after the re-index of the
+                    # files changed since the last one (store does that first): a typo or
+                    # a symbol gone. As for an ambiguous name, the memory is stored; the
+                    # writer is told, and a later 'code index' anchors it if it appears.
                     warnings.append(
                         f"entity {names[0]!r} matches nothing in the code graph; not anchored "
-                        "(run 'nervamem code index' if the code is new)"
+                        "yet ('nervamem code index' anchors it once the code defines it)"
                     )
                 continue
             matched = list(candidates.values())
@@ -109,7 +113,9 @@ def anchor_entities(
                 },
             )
             anchors_all += [replace(a, entity_id=entity_id, entity=entity_name) for a in anchors]
-    return AnchorReport(node_id, tuple(anchors_all), tuple(ambiguous), tuple(warnings))
+    return AnchorReport(
+        node_id, tuple(anchors_all), tuple(ambiguous), tuple(warnings), tuple(unresolved)
+    )
 
 
 _DOTTED_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
@@ -126,6 +132,22 @@ def looks_like_code(name: str) -> bool:
         or "\\" in text
         or text.endswith(SOURCE_SUFFIXES)
         or bool(_DOTTED_NAME.match(text))
+    )
+
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")
+_CASE_CHANGE = re.compile(r"[a-z0-9][A-Z]")
+
+
+def reads_as_code(name: str) -> bool:
+    """:func:`looks_like_code`, or an identifier written as code names are and words are
+    not: ``defaultDirectory``, ``load_config``, ``AuthService`` (``JWT``, ``cache`` may
+    be plain words)."""
+    text = name.strip()
+    if looks_like_code(text):
+        return True
+    return bool(_IDENTIFIER.match(text)) and (
+        "_" in text.strip("_") or bool(_CASE_CHANGE.search(text))
     )
 
 

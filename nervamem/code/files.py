@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import subprocess
 from collections.abc import Sequence
@@ -34,22 +35,114 @@ SKIP_DIRS = frozenset(
 )
 
 
+# Build output and vendored dependencies: skipped in a walk outside git, where no
+# .gitignore says so (in a git work tree, what git tracks is indexed, vendor/ included).
+BUILD_DIRS = frozenset({"target", "dist", "vendor", "bower_components"})
+# A file at the scanned root, in gitignore syntax, naming what else not to index.
+IGNORE_FILE = ".nervamemignore"
+
+
 def _in_skipped_dir(rel_parts: Sequence[str]) -> bool:
     return any(part in SKIP_DIRS for part in rel_parts[:-1])
+
+
+class IgnoreRules:
+    """The patterns of a ``.nervamemignore`` in gitignore syntax: ``#`` comments, ``!``
+    to re-include, a trailing ``/`` for folders only, a ``/`` elsewhere to anchor at the
+    root, ``*``, ``?``, ``[...]`` and ``**``. The last pattern that matches decides."""
+
+    def __init__(self, text: str) -> None:
+        self.rules: list[tuple[re.Pattern[str], bool, bool]] = []
+        for raw in text.splitlines():
+            line = raw.rstrip()
+            if not line or line.startswith("#"):
+                continue
+            negated = line.startswith("!")
+            line = line[1:] if negated else line
+            line = line[1:] if line.startswith("\\") else line
+            folder_only = line.endswith("/")
+            line = line.rstrip("/")
+            anchored = "/" in line
+            line = line.lstrip("/")
+            if line:
+                pattern = _glob_regex(line)
+                if not anchored:
+                    pattern = f"(?:.*/)?{pattern}"
+                self.rules.append((re.compile(f"^{pattern}$"), negated, folder_only))
+
+    def ignores(self, rel: str) -> bool:
+        """Whether the file at ``rel`` (relative POSIX path) is ignored: itself or a
+        folder above it matched."""
+        parts = rel.split("/")
+        folders = ["/".join(parts[:i]) for i in range(1, len(parts))]
+        # An ignored folder's files stay ignored, as in git.
+        return any(self._decide(f, True) for f in folders) or self._decide(rel, False)
+
+    def _decide(self, path: str, is_folder: bool) -> bool:
+        verdict = False
+        for pattern, negated, folder_only in self.rules:
+            if folder_only and not is_folder:
+                continue
+            if pattern.match(path):
+                verdict = not negated
+        return verdict
+
+
+def _glob_regex(glob: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        char = glob[i]
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            end = glob.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape(char))
+            else:
+                body = glob[i + 1 : end]
+                out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+                i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def ignore_rules(root: Path) -> IgnoreRules | None:
+    try:
+        text = (root / IGNORE_FILE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return IgnoreRules(text)
 
 
 def list_source_files(root: Path) -> list[str]:
     """Source files under ``root`` (relative POSIX paths, sorted): what git tracks or
     would track when ``root`` is in a git work tree, else a walk that skips VCS folders,
-    ``.nervapack``, caches and virtual environments."""
+    ``.nervapack``, caches, virtual environments and build and dependency folders
+    (``target``, ``dist``, ``vendor``); either way less what ``.nervamemignore`` names."""
     listed = _git_files(root)
     if listed is None:
         listed = _walk_files(root)
+    rules = ignore_rules(root)
     venv_dirs: dict[Path, bool] = {}
     result: list[str] = []
     for rel in listed:
         parts = PurePosixPath(rel).parts
         if not rel.endswith(SOURCE_SUFFIXES) or _in_skipped_dir(parts):
+            continue
+        if rules is not None and rules.ignores(rel):
             continue
         if _inside_venv(root, parts, venv_dirs):
             continue
@@ -91,6 +184,7 @@ def _walk_files(root: Path) -> list[str]:
             d
             for d in dirs
             if d not in SKIP_DIRS
+            and d not in BUILD_DIRS
             and not d.startswith(".")
             and not (here / d / "pyvenv.cfg").exists()
         )

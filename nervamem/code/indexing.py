@@ -32,7 +32,7 @@ from .graph_file import (
     write_graph,
 )
 from .parsing import GrammarMissing, language_name, source_symbols
-from .sidecar import CodeIndex, open_sidecar, sidecar_is_fresh, write_sidecar
+from .sidecar import CodeIndex, open_code_index, open_sidecar, sidecar_is_fresh, write_sidecar
 from .symbols import HASH_SCHEME, file_hash
 from .values import CodeSymbol, IndexResult, SkippedFile
 
@@ -44,8 +44,69 @@ def index_code(storage: Storage, root: str | os.PathLike[str] | None = None) -> 
     """Write the code graph of ``root`` beside the store, reusing the nodes of files
     unchanged since the last index. ``root`` defaults to the project: the folder
     holding the store's folder, else the git work tree, else the working folder
-    (files.default_scan_root)."""
-    return build_index(graph_path_beside(storage.path), root)
+    (files.default_scan_root). Then anchors the memories whose entity names resolve in
+    the new graph and did not before (:func:`anchor_resolved`)."""
+    graph_path = graph_path_beside(storage.path)
+    result = build_index(graph_path, root)
+    return replace(result, anchored=anchor_resolved(storage, graph_path))
+
+
+def anchor_resolved(storage: Storage, graph_path: Path) -> int:
+    """Anchor each current memory to the entities it is about that it has no TOUCHES
+    to yet, where the entity's name now matches the graph (a symbol written after the
+    memory named it, a memory stored before there was a graph). How many memories."""
+    from ..recall.mask import mask_sql
+    from .anchors import anchor_entities
+
+    mask, params = mask_sql(None, "n")
+    pairs = storage.connection.execute(
+        "SELECT n.id, ent.id, ent.content FROM mem_edges a JOIN mem_nodes n ON n.id = a.src "
+        "JOIN mem_nodes ent ON ent.id = a.dst "
+        f"WHERE a.kind = 'ABOUT' AND ent.kind = 'entity' AND {mask} AND NOT EXISTS "
+        "(SELECT 1 FROM mem_edges t WHERE t.src = n.id AND t.dst = ent.id AND t.kind = 'TOUCHES') "
+        "ORDER BY n.recorded_at, n.id, ent.id",
+        params,
+    ).fetchall()
+    if not pairs:
+        return 0
+    with open_code_index(graph_path) as index:
+        names = {str(name) for _, _, name in pairs}
+        resolving = {name for name in names if index.lookup(name)}
+    anchored: set[str] = set()
+    with storage.transaction():
+        for memory_id, entity_id, name in pairs:
+            if name in resolving:
+                report = anchor_entities(storage, memory_id, [(name, entity_id)], graph_path)
+                if report.anchors:
+                    anchored.add(memory_id)
+    return len(anchored)
+
+
+def refresh_before_anchoring(graph_path: Path, names: list[str]) -> str | None:
+    """Before ``store`` anchors: when a name written as code matches nothing in the
+    graph, re-index (incrementally: only files changed since the last index are parsed)
+    so that a symbol just written is found. A note saying so when it re-indexed, None
+    when there was no need."""
+    from .anchors import reads_as_code
+
+    try:
+        with open_code_index(graph_path) as index:
+            missing = [name for name in names if reads_as_code(name) and not index.lookup(name)]
+            recorded_root = index.attrs.get("root")
+    except (OSError, SyntaxError, ValueError, sqlite3.Error):
+        return None  # anchoring reports an unreadable graph itself
+    if not missing:
+        return None
+    started = time.monotonic()
+    try:
+        result = build_index(graph_path, recorded_root or None)
+    except (StoreError, BadInputError, NotFoundError, OSError) as exc:
+        return f"could not re-index the code before anchoring ({exc})"
+    if not result.written:
+        return None
+    took = time.monotonic() - started
+    files = f"{result.parsed} changed file{'' if result.parsed == 1 else 's'}"
+    return f"re-indexed {files} of the code graph before anchoring ({took:.2f} s)"
 
 
 def _home_store_folder() -> Path | None:

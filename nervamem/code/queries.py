@@ -10,7 +10,8 @@ from __future__ import annotations
 import errno
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,16 +23,25 @@ from .anchors import anchor_from_record, anchor_records
 from .files import default_root, expanded_path, normalise_path, relative_to
 from .live import LiveSource, nearest
 from .sidecar import open_code_index
-from .symbols import HASH_SCHEME
+from .symbols import HASH_SCHEMES
 from .values import (
+    LINES_SCHEME,
     PROBLEM_NO_GRAMMAR,
     REASON_FILE_MISSING,
     REASON_SOURCE_CHANGED,
     REASON_SYMBOL_REMOVED,
     REASON_UNPARSABLE,
+    STATE_CHANGED,
+    STATE_FILE_MISSING,
+    STATE_FRESH,
+    STATE_MOVED,
+    STATE_REMOVED,
+    STATE_UNPARSABLE,
+    STATE_UNVERIFIABLE,
     CodeAnchor,
     CodeForResult,
     CodeMemory,
+    CodeSymbol,
     CodeToResult,
     StaleItem,
     StalenessReport,
@@ -80,6 +90,25 @@ def _touches(
         anchors = tuple(anchor_from_record(r, str(row[6]), str(row[7])) for r in records)
         touches.append(_Touch(row[0], row[1], row[2], row[3], row[4], anchors))
     return touches
+
+
+@contextmanager
+def shown_source(storage: Storage) -> Iterator[LiveSource]:
+    """The source as the views (code-for, code-to, show) read it: from the graph for a
+    file unchanged since it was indexed, else from the file. Costs one open of the
+    lookup index, which also gives the root."""
+    graph_path = graph_path_beside(storage.path)
+    index = None
+    if graph_path.is_file():
+        try:
+            index = open_code_index(graph_path)
+        except (OSError, SyntaxError, ValueError, sqlite3.Error):
+            index = None
+    try:
+        yield LiveSource(index.root if index else default_root(graph_path), index)
+    finally:
+        if index is not None:
+            index.close()
 
 
 def code_root(storage: Storage) -> Path:
@@ -150,11 +179,17 @@ def code_for(
     """Current memories anchored to a file (or folder), or to the code around a line."""
     file_text, line = _split_target(target)
     ns = storage.namespace_for(namespace)
-    root = code_root(storage)
+    with shown_source(storage) as live:
+        return _code_for(storage, ns, live, file_text, line, cwd)
+
+
+def _code_for(
+    storage: Storage, ns: str, live: LiveSource, file_text: str, line: int | None, cwd: Path | None
+) -> CodeForResult:
+    root = live.root
     file_path, is_dir = _root_relative(root, file_text, cwd or _working_folder())
     if is_dir and line is not None:
         raise BadInputError(f"{file_text} is a folder: a line needs a file")
-    live = LiveSource(root)
 
     def wanted(anchor: CodeAnchor) -> bool:
         if is_dir:
@@ -202,15 +237,13 @@ def code_for(
 
 
 def _lines_today(anchor: CodeAnchor, live: LiveSource) -> CodeAnchor:
-    """The anchor with the lines its symbol spans in the file as it reads now (code-for
-    asks about today's file); as recorded when the symbol cannot be found any more."""
-    if anchor.kind == "module":
-        return anchor
-    located = live.locate(anchor.file_path, anchor.qualname, anchor.kind)
-    if not located:
-        return anchor
-    now = nearest(located, anchor.start_line)
-    return replace(anchor, start_line=now.start_line, end_line=now.end_line)
+    """The anchor with its live state, and in ``start_line``/``end_line`` the lines its
+    symbol spans in the file as it reads now (code-for asks about today's file); as
+    recorded when the symbol cannot be found any more (its state says so)."""
+    shown = with_state(anchor, live)
+    if anchor.kind == "module" or shown.lines_now is None:
+        return shown
+    return replace(shown, start_line=shown.lines_now[0], end_line=shown.lines_now[1])
 
 
 def _recorded_contains(anchor: CodeAnchor, line: int) -> bool:
@@ -252,12 +285,14 @@ def code_to(storage: Storage, ref: str, *, namespace: str | None = None) -> Code
                 json.loads(entity_data)
             )
             anchors += [anchor_from_record(r, str(entity_id), str(entity)) for r in records]
+    with shown_source(storage) as live:
+        shown = tuple(with_state(anchor, live) for anchor in _unique(anchors))
     return CodeToResult(
         id=node.id,
         short_id=nodes.short_ids(storage, [node.id])[node.id],
         kind=node.kind,
         content=node.content,
-        anchors=tuple(_unique(anchors)),
+        anchors=shown,
     )
 
 
@@ -307,26 +342,69 @@ def verify_staleness(storage: Storage, *, namespace: str | None = None) -> Stale
     )
 
 
+def _judge(anchor: CodeAnchor, live: LiveSource) -> tuple[str, CodeSymbol | None, str]:
+    """``(state, symbol now, detail)``: the one check behind both verify-staleness and
+    the state every shown anchor carries, so the two can never disagree."""
+    problem, symbols = live.symbols(anchor.file_path)
+    if problem == REASON_FILE_MISSING:
+        return STATE_FILE_MISSING, None, f"{anchor.file_path} no longer exists"
+    if problem == REASON_UNPARSABLE:
+        return STATE_UNPARSABLE, None, str(symbols[0].parse_error)
+    if problem == PROBLEM_NO_GRAMMAR:
+        return STATE_UNVERIFIABLE, None, f"no grammar installed reads {anchor.file_path}"
+    what = anchor.qualname or anchor.graph_node_id
+    # An anchor made before token hashes compares the lines hash, which only a read of
+    # the file gives (the graph holds token hashes).
+    reread = anchor.hash_scheme == LINES_SCHEME
+    located = live.locate(anchor.file_path, anchor.qualname, anchor.kind, reread=reread)
+    if not located:
+        return STATE_REMOVED, None, f"{what} is no longer defined in {anchor.file_path}"
+    recorded = _recorded_lines(anchor)
+    if not anchor.source_hash or anchor.hash_scheme not in HASH_SCHEMES:
+        return STATE_UNVERIFIABLE, nearest(located, anchor.start_line), "no comparable source hash"
+    same = [s for s in located if s.hash_in(anchor.hash_scheme) == anchor.source_hash]
+    if same:
+        now = nearest(same, anchor.start_line)
+        lines = (now.start_line, now.end_line)
+        return (STATE_FRESH if recorded is None or lines == recorded else STATE_MOVED), now, ""
+    now = nearest(located, anchor.start_line)
+    return (
+        STATE_CHANGED,
+        now,
+        f"{what} changed since it was anchored (now lines {now.start_line}-{now.end_line})",
+    )
+
+
+def _recorded_lines(anchor: CodeAnchor) -> tuple[int, int] | None:
+    if anchor.start_line is None:
+        return None
+    return (anchor.start_line, anchor.end_line or anchor.start_line)
+
+
+def with_state(anchor: CodeAnchor, live: LiveSource) -> CodeAnchor:
+    """The anchor as recorded, with its live state and today's lines."""
+    state, now, _ = _judge(anchor, live)
+    lines_now = None
+    if now is not None and now.start_line is not None:
+        lines_now = (now.start_line, now.end_line or now.start_line)
+    return replace(anchor, state=state, lines_recorded=_recorded_lines(anchor), lines_now=lines_now)
+
+
+# The states verify-staleness reports, with the reason it gives each.
+_STALE_REASONS = {
+    STATE_FILE_MISSING: REASON_FILE_MISSING,
+    STATE_UNPARSABLE: REASON_UNPARSABLE,
+    STATE_REMOVED: REASON_SYMBOL_REMOVED,
+    STATE_CHANGED: REASON_SOURCE_CHANGED,
+}
+
+
 def _check_anchor(anchor: CodeAnchor, live: LiveSource) -> tuple[str, str] | None:
     """None when the anchor still holds; ``("", why)`` when it cannot be verified;
     otherwise ``(reason, detail)``."""
-    problem, symbols = live.symbols(anchor.file_path)
-    if problem == REASON_FILE_MISSING:
-        return problem, f"{anchor.file_path} no longer exists"
-    if problem == REASON_UNPARSABLE:
-        return problem, str(symbols[0].parse_error)
-    if problem == PROBLEM_NO_GRAMMAR:
-        return "", f"no grammar installed reads {anchor.file_path}"
-    what = anchor.qualname or anchor.graph_node_id
-    located = live.locate(anchor.file_path, anchor.qualname, anchor.kind)
-    if not located:
-        return REASON_SYMBOL_REMOVED, f"{what} is no longer defined in {anchor.file_path}"
-    if anchor.hash_scheme != HASH_SCHEME or not anchor.source_hash:
-        return "", "no comparable source hash"
-    if any(symbol.source_hash == anchor.source_hash for symbol in located):
-        return None
-    now = nearest(located, anchor.start_line)
-    return (
-        REASON_SOURCE_CHANGED,
-        f"{what} changed since it was anchored (now lines {now.start_line}-{now.end_line})",
-    )
+    state, _, detail = _judge(anchor, live)
+    if state == STATE_UNVERIFIABLE:
+        return "", detail
+    if state in _STALE_REASONS:
+        return _STALE_REASONS[state], detail
+    return None

@@ -208,6 +208,10 @@ class CodeIndex:
     def all_symbols(self) -> list[CodeSymbol]:
         return self._symbols("1 ORDER BY ord", ())
 
+    def file_symbols(self, file_path: str) -> list[CodeSymbol]:
+        """A file's symbols in the order the index found them: the module first."""
+        return self._symbols("file_path = ? ORDER BY ord", (file_path,))
+
     def file_symbol(self, file_path: str) -> CodeSymbol | None:
         rows = self._symbols("file_path = ? AND kind = 'module' ORDER BY ord LIMIT 1", (file_path,))
         return rows[0] if rows else None

@@ -12,11 +12,17 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import PurePosixPath
 
-from .values import CodeSymbol
+from .tokens import TOKENS_SCHEME, python_tree_hashes
+from .values import LINES_SCHEME, CodeSymbol
 
-# The scheme of every hash computed here; a hash of another scheme (another
-# tool's graph) is never compared with ours.
-HASH_SCHEME = "sha256-lines-16"
+# The scheme of every source_hash computed now: the code's tokens, not its layout
+# (nervamem/code/tokens.py). A hash of another scheme (another tool's graph) is never
+# compared with ours.
+HASH_SCHEME = TOKENS_SCHEME
+# Anchors recorded before token hashes carry LINES_SCHEME: every symbol read from source
+# still carries that hash too (CodeSymbol.lines_hash), so those anchors are verified as
+# they always were.
+HASH_SCHEMES = (HASH_SCHEME, LINES_SCHEME)
 
 
 def module_name(file_path: str) -> str:
@@ -33,8 +39,8 @@ def hash_lines(lines: Sequence[bytes], start: int, end: int) -> str:
 def python_symbols(file_path: str, data: bytes) -> list[CodeSymbol]:
     """The module and every class, function and method defined in ``data``.
 
-    Hashes cover the symbol's lines (decorators included) as bytes, so moving a symbol
-    does not change its hash and no decoding can fail. A file that does not parse yields
+    Hashes cover the symbol's syntax tree (decorators included; :mod:`tokens`), so
+    moving or reformatting a symbol does not change its hash. A file that does not parse yields
     its module node alone, with ``parse_error`` set.
     """
     import ast
@@ -51,7 +57,9 @@ def python_symbols(file_path: str, data: bytes) -> list[CodeSymbol]:
         module=module,
         start_line=1,
         end_line=total,
+        # A file that does not parse has no tokens to hash: its lines stand in.
         source_hash=hash_lines(lines, 1, total),
+        lines_hash=hash_lines(lines, 1, total),
     )
     try:
         tree = ast.parse(data, filename=file_path)
@@ -59,13 +67,21 @@ def python_symbols(file_path: str, data: bytes) -> list[CodeSymbol]:
         message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
         line = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
         return [replace(module_symbol, parse_error=f"{type(exc).__name__}: {message}{line}")]
+    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    try:
+        tree_hashes = python_tree_hashes(
+            tree, [node for node in ast.walk(tree) if isinstance(node, definitions)]
+        )
+    except RecursionError:
+        return [replace(module_symbol, parse_error="RecursionError: nested too deeply")]
+    module_symbol = replace(module_symbol, source_hash=tree_hashes[id(tree)])
     symbols = [module_symbol]
     seen: dict[str, int] = {}
     containers = (ast.stmt, ast.excepthandler, ast.match_case)
 
     def visit(node: ast.AST, parent: str, prefix: str, in_class: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if isinstance(child, definitions):
                 qualname = f"{prefix}.{child.name}" if prefix else child.name
                 is_class = isinstance(child, ast.ClassDef)
                 kind = "class" if is_class else ("method" if in_class else "function")
@@ -84,7 +100,8 @@ def python_symbols(file_path: str, data: bytes) -> list[CodeSymbol]:
                         module=module,
                         start_line=start,
                         end_line=end,
-                        source_hash=hash_lines(lines, start, end),
+                        source_hash=tree_hashes[id(child)],
+                        lines_hash=hash_lines(lines, start, end),
                         parent=parent,
                     )
                 )

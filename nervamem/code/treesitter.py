@@ -8,9 +8,9 @@ Invariants a reader must not break:
   of that language is parsed: ``store`` and ``recall`` never load them.
 * The symbols have the shape Python's have (:func:`symbols.python_symbols`): the module
   node first, then every definition in source order; lines 1-based and inclusive,
-  attributes and decorators included; hashes by :func:`symbols.hash_lines` over those
-  lines, so moving a symbol changes nothing and staleness means the same in every
-  language. Node IDs are ``path::qualname`` (``#2`` for a second definition).
+  attributes and decorators included; hashes by :func:`tokens.hash_tokens` over those
+  lines (comments and layout out), so moving or reformatting a symbol changes nothing.
+  Node IDs are ``path::qualname`` (``#2`` for a second definition).
 * Qualified names are written as the language's users write them: ``Type.Method``
   within Go package ``pkg``, ``Type::method`` within Rust module ``crate::a::b``,
   ``Service.method`` within Java package ``com.example``, ``SessionStore.refresh``
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from .graph_file import NOT_IN_GRAPHML
 from .languages import GO, JAVA, RUST, SourceLanguage
 from .symbols import hash_lines, module_name
+from .tokens import TokenStream
 from .values import CodeSymbol
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def tree_symbols(file_path: str, data: bytes, language: SourceLanguage) -> list[
         module = _java_package(root)
     else:
         module = module_name(file_path)
-    out = _Symbols(file_path, module, lines, language.separator)
+    out = _Symbols(file_path, module, lines, language.separator, _DIALECTS.get(language, "script"))
     module_symbol = CodeSymbol(
         node_id=file_path,
         file_path=file_path,
@@ -89,7 +90,8 @@ def tree_symbols(file_path: str, data: bytes, language: SourceLanguage) -> list[
         module=module,
         start_line=1,
         end_line=total,
-        source_hash=hash_lines(lines, 1, total),
+        source_hash=out.tokens.hash(1, total),
+        lines_hash=hash_lines(lines, 1, total),
     )
     if root.has_error:
         line = _first_error_line(root)
@@ -118,8 +120,11 @@ def _rows(data: bytes) -> list[bytes]:
 class _Symbols:
     """The symbols of one file as a walker finds them."""
 
-    def __init__(self, file_path: str, module: str, lines: list[bytes], separator: str) -> None:
+    def __init__(
+        self, file_path: str, module: str, lines: list[bytes], separator: str, dialect: str
+    ) -> None:
         self.file_path = file_path
+        self.tokens = TokenStream(lines, dialect)
         self.module = module
         self.lines = lines
         self.separator = separator
@@ -156,7 +161,8 @@ class _Symbols:
                 module=self.module,
                 start_line=start_row + 1,
                 end_line=end_row + 1,
-                source_hash=hash_lines(self.lines, start_row + 1, end_row + 1),
+                source_hash=self.tokens.hash(start_row + 1, end_row + 1),
+                lines_hash=hash_lines(self.lines, start_row + 1, end_row + 1),
                 parent=parent or self.file_path,
             )
         )
@@ -240,9 +246,24 @@ def _go_package(root: Node) -> str:
 
 
 def _go(root: Node, out: _Symbols) -> None:
+    types: dict[str, str] = {}  # a type's name -> its node ID, for its methods' parent
+    methods: dict[str, str] = {}  # a method's node ID -> its receiver type's name
     for child in root.named_children:
         kind = child.type
-        if kind == "function_declaration":
+        if kind in ("const_declaration", "var_declaration"):
+            what = "constant" if kind == "const_declaration" else "variable"
+            specs = [
+                spec
+                for c in child.named_children
+                for spec in (c.named_children if c.type == "var_spec_list" else [c])
+                if spec.type in ("const_spec", "var_spec")
+            ]
+            for spec in specs:
+                idents = [n for n in spec.children_by_field_name("name") if n.is_named]
+                for ident in idents:
+                    whole = child if len(specs) == 1 and len(idents) == 1 else spec
+                    out.add(what, [_text(ident)], whole, None)
+        elif kind == "function_declaration":
             out.add("function", [_name(child)], child, None)
         elif kind == "method_declaration":
             receiver = child.child_by_field_name("receiver")
@@ -251,7 +272,11 @@ def _go(root: Node, out: _Symbols) -> None:
                 for param in receiver.named_children:
                     owner = _type_name(param.child_by_field_name("type"))
                     break
-            out.add("method", [owner, _name(child)] if owner else [_name(child)], child, None)
+            node_id = out.add(
+                "method", [owner, _name(child)] if owner else [_name(child)], child, None
+            )
+            if owner:
+                methods[node_id] = owner
         elif kind == "type_declaration":
             specs = [c for c in child.named_children if c.type in ("type_spec", "type_alias")]
             for spec in specs:
@@ -262,10 +287,19 @@ def _go(root: Node, out: _Symbols) -> None:
                     body_type, "type"
                 )
                 node_id = out.add(what, [name], child if len(specs) == 1 else spec, None)
+                types.setdefault(name, node_id)
                 if body is not None and what == "interface":
                     for elem in body.named_children:
                         if elem.type in ("method_elem", "method_spec"):
                             out.add("method", [name, _name(elem)], elem, node_id)
+    # A method hangs off its receiver type, as Go's users see it, when the type is
+    # declared in the same file (else off the file, as a CONTAINS edge stays in a file).
+    out.symbols = [
+        replace(symbol, parent=types[methods[symbol.node_id]])
+        if symbol.node_id in methods and methods[symbol.node_id] in types
+        else symbol
+        for symbol in out.symbols
+    ]
 
 
 # --- Rust ---------------------------------------------------------------------------
@@ -289,6 +323,11 @@ def rust_module(file_path: str) -> str:
     return "::".join(head + rel) or "crate"
 
 
+_RUST_VALUES = {
+    "const_item": "constant",
+    "static_item": "static",
+    "macro_definition": "macro",
+}
 _RUST_ITEMS = {
     "struct_item": "struct",
     "union_item": "struct",
@@ -313,6 +352,11 @@ def _rust_items(
                 out.add("method", [*prefix, owner, name], child, parent, first)
             else:
                 out.add("function", [*prefix, name], child, parent, first)
+        elif kind in _RUST_VALUES:
+            name = _name(child)
+            if name:
+                parts = [*prefix, owner, name] if owner else [*prefix, name]
+                out.add(_RUST_VALUES[kind], parts, child, parent, first)
         elif kind in _RUST_ITEMS:
             name = _name(child)
             node_id = out.add(_RUST_ITEMS[kind], [*prefix, name], child, parent, first)
@@ -375,6 +419,11 @@ def _java_members(node: Node, out: _Symbols, parent: str | None, prefix: list[st
                 _java_members(body, out, node_id, [*prefix, name])
         elif kind in ("method_declaration", "constructor_declaration"):
             out.add("method", [*prefix, _name(child)], child, parent)
+        elif kind in ("field_declaration", "constant_declaration"):
+            declarators = child.children_by_field_name("declarator")
+            for declarator in declarators:
+                whole = child if len(declarators) == 1 else declarator
+                out.add("field", [*prefix, _name(declarator)], whole, parent)
         elif kind in _JAVA_BODIES:
             _java_members(child, out, parent, prefix)
 
@@ -454,8 +503,14 @@ def _script_item(
     in_class: bool,
 ) -> None:
     kind = child.type
-    if kind in _SCRIPT_TYPES:
-        name = _name(child)
+    default = span.type == "export_statement" and any(c.type == "default" for c in span.children)
+    if default and kind in _FUNCTION_VALUES:  # export default function () {...}, () => ...
+        node_id = out.add("function", [*prefix, "default"], span, parent, first)
+        _script_body(child, out, node_id, [*prefix, "default"])
+    elif default and kind == "object":  # export default { data() {...} }
+        _script_object(child, out, parent, [*prefix, "default"])
+    elif kind in _SCRIPT_TYPES:
+        name = _name(child) or ("default" if default else "")
         if not name:
             return
         node_id = out.add(_SCRIPT_TYPES[kind], [*prefix, name], span, parent, first)
@@ -490,6 +545,8 @@ def _script_item(
             if value.type in _FUNCTION_VALUES:
                 node_id = out.add("function", [*prefix, name], whole, parent, first)
                 _script_body(value, out, node_id, [*prefix, name])
+            elif value.type == "object":  # const api = { get() {...}, post: () => ... }
+                _script_object(value, out, parent, [*prefix, name])
             elif value.type in ("class", "class_expression"):
                 node_id = out.add("class", [*prefix, name], whole, parent, first)
                 body = value.child_by_field_name("body")
@@ -500,6 +557,24 @@ def _script_item(
 _MEMBER_HOLDERS = frozenset(
     {"class_declaration", "abstract_class_declaration", "class", "interface_declaration"}
 )
+
+
+def _script_object(literal: Node, out: _Symbols, parent: str | None, prefix: list[str]) -> None:
+    """The methods of an object literal (``api.get``): its ``get() {...}`` members and its
+    ``post: () => ...`` or ``post: function () {...}`` properties."""
+    for member in literal.named_children:
+        if member.type == "method_definition":
+            name, function = _name(member), member
+        elif member.type == "pair":
+            value = _unparenthesized(member.child_by_field_name("value"))
+            if value is None or value.type not in _FUNCTION_VALUES:
+                continue
+            name, function = _name(member, "key"), value
+        else:
+            continue
+        if name:
+            node_id = out.add("method", [*prefix, name], member, parent)
+            _script_body(function, out, node_id, [*prefix, name])
 
 
 def _immediately_invoked(call: Node) -> Node | None:
@@ -524,6 +599,9 @@ def _script_body(function: Node, out: _Symbols, parent: str, prefix: list[str]) 
     if body is not None and body.type == "statement_block":
         _script_items(body, out, parent, prefix, False)
 
+
+# How each language's tokens are read (tokens.hash_tokens); TypeScript is JavaScript's.
+_DIALECTS = {GO: "go", RUST: "rust", JAVA: "java"}
 
 _WALKERS: dict[str, Callable[[Node, _Symbols], None]] = {
     GO.name: _go,

@@ -28,6 +28,12 @@ def index_result(result: IndexResult) -> str:
         f"{result.root} ({result.parsed} parsed, {result.reused} reused{errors}{skipped}): "
         f"{result.nodes} nodes, {result.edges} CONTAINS edges; {state} {result.graph_path}"
     ]
+    if result.anchored:
+        count = result.anchored
+        lines.append(
+            f"Anchored {count} memor{'y' if count == 1 else 'ies'} whose entity names now "
+            "resolve in the code."
+        )
     lines.extend(f"- {error}" for error in result.errors)
     reasons: dict[str, list[str]] = {}
     for item in result.skipped:
@@ -46,7 +52,8 @@ def code_for_result(result: CodeForResult) -> str:
         lines.append("")
     for item in result.items:
         where = ", ".join(
-            f"{a.qualname or a.graph_node_id} {_line_range(a)}".strip() for a in item.anchors
+            f"{a.qualname or a.graph_node_id} {_line_range(a)}".strip() + state_note(a)
+            for a in item.anchors
         )
         lines.append(
             f"- [{item.short_id}] {item.valid_from[:10]} · {item.kind} — "
@@ -68,7 +75,7 @@ def code_to_result(result: CodeToResult) -> str:
         via = f" via entity {anchor.entity}" if anchor.entity else ""
         lines.append(
             f"- {anchor.location} · {anchor.kind or 'symbol'} "
-            f"{anchor.qualname or anchor.graph_node_id}{via}"
+            f"{anchor.qualname or anchor.graph_node_id}{via}{state_note(anchor)}"
         )
     return "\n".join(lines) + "\n"
 
@@ -94,9 +101,33 @@ def staleness_report(report: StalenessReport) -> str:
 
 
 def _line_range(anchor: CodeAnchor) -> str:
-    if anchor.start_line is None:
+    """The lines code-for shows: today's, none when the code is gone (its note says
+    where it was)."""
+    if anchor.start_line is None or (anchor.state is not None and anchor.lines_now is None):
         return ""
     return f"L{anchor.start_line}-{anchor.end_line or anchor.start_line}"
+
+
+def state_note(anchor: CodeAnchor) -> str:
+    """What became of an anchor's code since it was anchored, for every view that shows
+    an anchor; nothing when it is as it was (or was not checked)."""
+    state = anchor.state
+    if state is None or state == "fresh":
+        return ""
+    now = _lines(anchor.lines_now)
+    then = _lines(anchor.lines_recorded)
+    if state == "moved":
+        return f" — moved: {then} when anchored, {now} now"
+    if state == "changed":
+        moved = now and anchor.lines_now != anchor.lines_recorded
+        return f" — changed since anchored ({now} now)" if moved else " — changed since anchored"
+    if state == "removed":
+        return f" — removed since anchored (was {then})" if then else " — removed since anchored"
+    return f" — {state}"
+
+
+def _lines(lines: tuple[int, int] | None) -> str:
+    return "" if lines is None else f"L{lines[0]}-{lines[1]}"
 
 
 # The views the code commands emit (cli/code_commands.py), by name.

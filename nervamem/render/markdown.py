@@ -175,8 +175,10 @@ def link_text(link: Link) -> str:
 
 
 def anchor_text(anchor: CodeAnchor) -> str:
+    from .code_markdown import state_note
+
     via = f" via entity {anchor.entity}" if anchor.entity else ""
-    return f"{anchor.location} {anchor.qualname or anchor.graph_node_id}{via}"
+    return f"{anchor.location} {anchor.qualname or anchor.graph_node_id}{via}{state_note(anchor)}"
 
 
 def _show(detail: NodeDetail) -> str:

@@ -193,10 +193,12 @@ def _code_for_rows(result: Any) -> list[tuple[Any, str]]:
 
 
 def _anchor_label(anchor: Any) -> str:
+    from .code_markdown import state_note
+
     lines = ""
-    if anchor.start_line is not None:
+    if anchor.start_line is not None and (anchor.state is None or anchor.lines_now is not None):
         lines = f" L{anchor.start_line}-{anchor.end_line or anchor.start_line}"
-    return f"{anchor.qualname or anchor.graph_node_id}{lines}"
+    return f"{anchor.qualname or anchor.graph_node_id}{lines}{state_note(anchor)}"
 
 
 def _code_for_title(result: Any) -> str:
@@ -240,12 +242,14 @@ def _code_to_narrow(result: Any) -> Any:
 
 
 def _code_to_wide(result: Any) -> Any:
+    from .code_markdown import state_note
+
     table = _wide_table(_code_to_title(result), ("kind",), ("location", "symbol", "via entity"))
     for anchor in result.anchors:
         _add(
             table,
-            (anchor.kind or "symbol", anchor.location, anchor.qualname or anchor.graph_node_id,
-             anchor.entity),
+            (anchor.kind or "symbol", anchor.location,
+             (anchor.qualname or anchor.graph_node_id) + state_note(anchor), anchor.entity),
         )  # fmt: skip
     return table
 
