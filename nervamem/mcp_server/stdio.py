@@ -53,14 +53,12 @@ import anyio
 import anyio.lowlevel
 import mcp_types as types
 from mcp.server import stdio as sdk_stdio
-from mcp.shared._context_streams import (
-    ContextReceiveStream,
-    ContextSendStream,
-    create_context_streams,
-)
 from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR
 from pydantic_core import PydanticSerializationError
+
+from ..quarantine import mcp_sdk
+from ..quarantine.mcp_sdk import ContextReceiveStream, ContextSendStream, create_context_streams
 
 CHUNK = 1 << 16
 
@@ -80,7 +78,9 @@ def pollable(fd: int) -> bool:
 def stdio_transport() -> AbstractAsyncContextManager[Any]:
     """The transport ``nervamem mcp`` serves over: this module's on pipes, terminals and
     sockets; the SDK's when stdin or stdout is something else."""
-    if sys.platform == "win32" or not (pollable(0) and pollable(1)):  # pragma: no cover
+    if (
+        sys.platform == "win32" or not (pollable(0) and pollable(1)) or not mcp_sdk.AVAILABLE
+    ):  # pragma: no cover
         return sdk_stdio.stdio_server()
     return fd_stdio_server()
 
@@ -91,12 +91,8 @@ async def fd_stdio_server() -> AsyncIterator[Streams]:
     restore_stdin: Callable[[], None] | None = None
     restore_stdout: Callable[[], None] | None = None
     try:
-        stdin, restore_stdin = sdk_stdio._claim_fd(
-            0, sys.stdin, "rb", sdk_stdio._open_stdin_diversion
-        )
-        stdout, restore_stdout = sdk_stdio._claim_fd(
-            1, sys.stdout, "wb", sdk_stdio._open_stdout_diversion
-        )
+        stdin, restore_stdin = mcp_sdk.claim_stdin(sys.stdin)
+        stdout, restore_stdout = mcp_sdk.claim_stdout(sys.stdout)
         async with fd_streams(stdin.fileno(), stdout.fileno()) as streams:
             yield streams
     finally:
