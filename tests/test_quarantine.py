@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import subprocess
 import sys
 from importlib.metadata import version
 from pathlib import Path
@@ -80,3 +81,18 @@ def test_without_the_sdks_private_names_mcp_serves_over_the_sdks_transport(
     monkeypatch.setattr(mcp_sdk, "AVAILABLE", False)
     monkeypatch.setattr(sdk_stdio, "stdio_server", lambda: "the SDK's transport")
     assert stdio.stdio_transport() == "the SDK's transport"
+
+
+def test_an_sdk_without_those_private_names_still_loads_the_server() -> None:
+    code = (
+        "import mcp.server.stdio as sdk\n"
+        "import mcp.shared._context_streams as streams\n"
+        "del sdk._claim_fd, streams.ContextReceiveStream\n"
+        "from nervamem.quarantine import mcp_sdk\n"
+        "from nervamem.mcp_server import server, stdio\n"
+        "sdk.stdio_server = lambda: 'the SDK transport'\n"
+        "assert not mcp_sdk.AVAILABLE\n"
+        "print(stdio.stdio_transport())\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "the SDK transport\n", "")

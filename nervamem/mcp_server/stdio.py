@@ -47,7 +47,7 @@ import stat
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
@@ -58,11 +58,15 @@ from mcp_types import INVALID_REQUEST, PARSE_ERROR
 from pydantic_core import PydanticSerializationError
 
 from ..quarantine import mcp_sdk
-from ..quarantine.mcp_sdk import ContextReceiveStream, ContextSendStream, create_context_streams
+
+if TYPE_CHECKING:  # without the SDK's private names these are missing (mcp_sdk.AVAILABLE)
+    from ..quarantine.mcp_sdk import ContextReceiveStream, ContextSendStream
 
 CHUNK = 1 << 16
 
-Streams = tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
+Streams = tuple[
+    "ContextReceiveStream[SessionMessage | Exception]", "ContextSendStream[SessionMessage]"
+]
 Transport = Callable[[], AbstractAsyncContextManager[Any]]
 
 
@@ -109,8 +113,10 @@ async def fd_streams(in_fd: int, out_fd: int) -> AsyncIterator[Streams]:
     try:
         for fd in flags:
             os.set_blocking(fd, False)
-        read_stream_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
-        write_stream, write_stream_reader = create_context_streams[SessionMessage](0)
+        read_stream_writer, read_stream = mcp_sdk.create_context_streams[
+            SessionMessage | Exception
+        ](0)
+        write_stream, write_stream_reader = mcp_sdk.create_context_streams[SessionMessage](0)
         # The reader answers the lines it refuses itself: one message at a time on stdout.
         output = anyio.Lock()
 
