@@ -487,6 +487,70 @@ def write_results(section: str) -> None:
 
 
 # ---------------------------------------------------------------------------- main
+# The variants of --private-apis: a fresh ``nervamem recall`` as shipped, and the same
+# with the close-time checkpoint skipped through the public ctypes package instead of
+# _ctypes (nervamem/quarantine/cpython_sqlite.py; the object layout is read either way).
+PUBLIC_CTYPES = """
+import ctypes, _sqlite3
+from nervamem.quarantine import cpython_sqlite
+def through_ctypes(conn):
+    handle = ctypes.c_void_p.from_address(id(conn) + ctypes.sizeof(ctypes.c_void_p) * 2)
+    if handle.value:
+        library = ctypes.CDLL(_sqlite3.__file__)
+        done = ctypes.c_int(0)
+        library.sqlite3_db_config(handle, ctypes.c_int(cpython_sqlite.NO_CKPT_ON_CLOSE),
+                                  ctypes.c_int(1), ctypes.byref(done))
+cpython_sqlite._db_config_through_ctypes = through_ctypes
+"""
+RUN_CLI = "import sys; from nervamem.cli import main; sys.exit(main())"
+
+
+def private_apis(*, rounds: int, log: Any) -> str:
+    """Fresh-process ``recall`` with CPython's private _ctypes against the public ctypes
+    package, in paired rounds on a scratch store: CPU medians, and callgrind instruction
+    counts of one run each when valgrind is installed."""
+    work = OUT / "private-apis"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    db = work / "memory.db"
+    with MemoryStore(db) as memory:
+        for number, text in enumerate(workload.queries()["question"] * 20):
+            memory.store("fact", f"{text} (note {number})")
+    question = workload.queries()["question"][0]
+    variants = {"_ctypes (shipped)": RUN_CLI, "ctypes (public)": PUBLIC_CTYPES + RUN_CLI}
+    env = dict(os.environ, NERVAPACK_MEMORY_DB=str(db))
+    argv = {
+        name: [sys.executable, "-c", code, "recall", question] for name, code in variants.items()
+    }
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
+    for round_number in range(rounds + 2):  # two warm-up rounds
+        for name, command in argv.items():
+            before = children_cpu()
+            subprocess.run(command, env=env, cwd=work, capture_output=True, check=True)
+            if round_number >= 2:
+                cpu[name].append((children_cpu() - before) * 1000)
+    instructions: dict[str, str] = {}
+    if shutil.which("valgrind"):
+        for name, command in argv.items():
+            run = subprocess.run(
+                ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
+                env=env,
+                cwd=work,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            refs = [line for line in run.stderr.splitlines() if "refs:" in line]
+            instructions[name] = refs[-1].split()[-1] if refs else "?"
+    lines = ["| fresh `nervamem recall` | CPU p50 | instructions |", "| --- | --- | --- |"]
+    for name, values in cpu.items():
+        line = f"| {name} | {statistics.median(values):.1f} ms | {instructions.get(name, '-')} |"
+        log(line)
+        lines.append(line)
+    shutil.rmtree(work)
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10k,100k", help="comma-separated: 10k,100k,1m")
@@ -508,7 +572,16 @@ def main(argv: list[str] | None = None) -> int:
         "of the running Python's nervamem (dev: the editable dev install), or both",
     )
     parser.add_argument("--no-write", action="store_true", help="leave bench/results.md")
+    parser.add_argument(
+        "--private-apis",
+        action="store_true",
+        help="only: fresh recall with CPython's _ctypes against the public ctypes package",
+    )
     args = parser.parse_args(argv)
+    if args.private_apis:
+        OUT.mkdir(exist_ok=True)
+        print(private_apis(rounds=args.rounds, log=lambda message: None))
+        return 0
     sizes = sorted({parse_size(s) for s in args.sizes.split(",") if s.strip()})
     OUT.mkdir(exist_ok=True)
 

@@ -1,7 +1,7 @@
 """A new memory's fields, declared once: ``NewMemory`` is what the core writes, and
 ``FIELDS`` says how each field appears at each edge. The command line's ``store`` options
 (cli/memory_commands.py, and cli/direct.py's parser table) and the MCP ``memory_store``
-schema (mcp_server/tools.py) are built from ``FIELDS``; ``MemoryStore.store`` and
+schema (mcp_server/definitions.py) are built from ``FIELDS``; ``MemoryStore.store`` and
 ``store_anchored`` keep their keyword signatures written out (the public API, read by
 type checkers and editors), and tests/test_memory_fields.py checks those signatures, the
 two edges and ``NewMemory`` against this table.
@@ -104,7 +104,7 @@ def strings_schema(description: str, **items: Any) -> dict[str, Any]:
     return {"type": "array", "items": {"type": "string", **items}, "description": description}
 
 
-# Shared with the MCP tools that take the same arguments (mcp_server/tools.py).
+# Shared with the MCP tools that take the same arguments (mcp_server/definitions.py).
 NAMESPACE_SCHEMA = string_schema(
     "Namespace to use for this call only, without switching the active one (default: the "
     "active namespace, shared with the command line)."

@@ -95,14 +95,35 @@ def get(storage: Storage, ref: str, *, namespace: str | None = None) -> Node:
 def json_strings(values: Sequence[str]) -> str:
     """``json.dumps(values)`` for a list of strings, without importing json: its decoder
     compiles five regular expressions (~4.5M instructions of every fresh ``recall``,
-    which passes the IDs it shows as a JSON array). The C encoder json itself uses."""
-    try:
-        from _json import encode_basestring_ascii
-    except ImportError:  # an interpreter without CPython's accelerator
-        import json
+    which passes the IDs it shows as a JSON array). CPython's C encoder sits in the
+    private ``_json``; the strings here are IDs, printable ASCII, which JSON quotes as
+    they are."""
+    return "[" + ", ".join(map(_json_string, values)) + "]"
 
-        return json.dumps(list(values))
-    return "[" + ", ".join(map(encode_basestring_ascii, values)) + "]"
+
+def _json_string(value: str) -> str:
+    """One string as ``json.dumps`` writes it (ensure_ascii): printable ASCII as it is,
+    the rest escaped as json.encoder.py_encode_basestring_ascii escapes it."""
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return '"' + value + '"'
+    return '"' + "".join(map(_json_char, value)) + '"'
+
+
+_JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_JSON_ESCAPES.update({"\b": "\\b", "\f": "\\f"})
+
+
+def _json_char(char: str) -> str:
+    if " " <= char <= "~" and char not in '"\\':
+        return char
+    escape = _JSON_ESCAPES.get(char)
+    if escape is not None:
+        return escape
+    code = ord(char)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a surrogate pair
+    return f"\\u{0xD800 | (code >> 10):04x}\\u{0xDC00 | (code & 0x3FF):04x}"
 
 
 HEX_DIGITS = frozenset("0123456789abcdef")

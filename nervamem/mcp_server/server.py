@@ -21,8 +21,9 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from .. import __version__
+from .definitions import GUIDE, TOOLS
 from .stdio import Transport, stdio_transport
-from .tools import GUIDE, TOOLS, MemoryServer, recall_guide
+from .tools import MemoryServer, recall_guide
 
 PROMPT_NAME = "use_memory"
 PROMPT = types.Prompt(

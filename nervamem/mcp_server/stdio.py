@@ -47,24 +47,26 @@ import stat
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
 import mcp_types as types
 from mcp.server import stdio as sdk_stdio
-from mcp.shared._context_streams import (
-    ContextReceiveStream,
-    ContextSendStream,
-    create_context_streams,
-)
 from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR
 from pydantic_core import PydanticSerializationError
 
+from ..quarantine import mcp_sdk
+
+if TYPE_CHECKING:  # without the SDK's private names these are missing (mcp_sdk.AVAILABLE)
+    from ..quarantine.mcp_sdk import ContextReceiveStream, ContextSendStream
+
 CHUNK = 1 << 16
 
-Streams = tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
+Streams = tuple[
+    "ContextReceiveStream[SessionMessage | Exception]", "ContextSendStream[SessionMessage]"
+]
 Transport = Callable[[], AbstractAsyncContextManager[Any]]
 
 
@@ -80,7 +82,9 @@ def pollable(fd: int) -> bool:
 def stdio_transport() -> AbstractAsyncContextManager[Any]:
     """The transport ``nervamem mcp`` serves over: this module's on pipes, terminals and
     sockets; the SDK's when stdin or stdout is something else."""
-    if sys.platform == "win32" or not (pollable(0) and pollable(1)):  # pragma: no cover
+    if (
+        sys.platform == "win32" or not (pollable(0) and pollable(1)) or not mcp_sdk.AVAILABLE
+    ):  # pragma: no cover
         return sdk_stdio.stdio_server()
     return fd_stdio_server()
 
@@ -91,12 +95,8 @@ async def fd_stdio_server() -> AsyncIterator[Streams]:
     restore_stdin: Callable[[], None] | None = None
     restore_stdout: Callable[[], None] | None = None
     try:
-        stdin, restore_stdin = sdk_stdio._claim_fd(
-            0, sys.stdin, "rb", sdk_stdio._open_stdin_diversion
-        )
-        stdout, restore_stdout = sdk_stdio._claim_fd(
-            1, sys.stdout, "wb", sdk_stdio._open_stdout_diversion
-        )
+        stdin, restore_stdin = mcp_sdk.claim_stdin(sys.stdin)
+        stdout, restore_stdout = mcp_sdk.claim_stdout(sys.stdout)
         async with fd_streams(stdin.fileno(), stdout.fileno()) as streams:
             yield streams
     finally:
@@ -113,8 +113,10 @@ async def fd_streams(in_fd: int, out_fd: int) -> AsyncIterator[Streams]:
     try:
         for fd in flags:
             os.set_blocking(fd, False)
-        read_stream_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
-        write_stream, write_stream_reader = create_context_streams[SessionMessage](0)
+        read_stream_writer, read_stream = mcp_sdk.create_context_streams[
+            SessionMessage | Exception
+        ](0)
+        write_stream, write_stream_reader = mcp_sdk.create_context_streams[SessionMessage](0)
         # The reader answers the lines it refuses itself: one message at a time on stdout.
         output = anyio.Lock()
 

@@ -15,6 +15,8 @@ from nervamem import MemoryStore
 from nervamem.code.files import list_source_files
 from nervamem.code.parsing import GrammarMissing, source_symbols
 
+pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
+
 
 def _symbols(path: str, source: str) -> list[tuple[str, str, str | None]]:
     try:

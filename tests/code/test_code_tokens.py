@@ -13,6 +13,8 @@ from nervamem import MemoryStore
 from nervamem.code.parsing import GrammarMissing, source_symbols
 from nervamem.code.symbols import LINES_SCHEME
 
+pytestmark = pytest.mark.both_engines  # the same assertions and snapshots on SQLite and PostgreSQL
+
 # (file, source, what a formatter makes of it, a change to what it does)
 CASES = {
     "Python": (

@@ -37,6 +37,7 @@ from ...errors import (
 )
 from ...ids import RandomSource, random_bits
 from ...locate import resolve_db_path, shown_path
+from ...quarantine.cpython_sqlite import skip_checkpoint_on_close as _skip_checkpoint_on_close
 from ...state import State, load_state, validate_namespace
 from ...state import save_state as write_state_file
 from ..common import StorageBase, env_whole_number
@@ -526,58 +527,6 @@ def drop_index_samples(conn: sqlite3.Connection) -> None:
         ).fetchone()
         if exists and conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone():
             conn.execute(f"DELETE FROM {table}")
-
-
-# sqlite3.h: SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE (SQLite 3.16.2 and later).
-_NO_CKPT_ON_CLOSE = 1006
-
-
-def _skip_checkpoint_on_close(conn: sqlite3.Connection) -> None:
-    """Ask SQLite not to checkpoint the WAL when ``conn`` closes (the -wal and -shm stay;
-    the next connection to close after a write checkpoints them). Python 3.12 has
-    Connection.setconfig; on 3.10 and 3.11 CPython the same C call is made on the
-    connection's ``sqlite3 *``, the first field after the object header of the
-    connection object in both, through ``_ctypes``, the C half of ctypes: the ctypes
-    package would build its ~60 classes and load libc for this one call (~6M
-    instructions, ~2 ms of a fresh ``recall``). Best effort: where neither works, the
-    close checkpoints as before."""
-    setconfig = getattr(conn, "setconfig", None)
-    try:
-        if setconfig is not None:
-            setconfig(_NO_CKPT_ON_CLOSE, True)
-            return
-        import sys
-
-        if sys.implementation.name != "cpython" or hasattr(sys, "gettotalrefcount"):
-            return  # another layout (PyPy, a debug build's longer object header)
-        if sys.platform == "darwin" and os.uname().machine == "arm64":
-            return  # variadic arguments go elsewhere than ctypes puts them
-        import _ctypes
-        import _sqlite3
-
-        # ctypes' c_void_p and c_int (generic to typeshed only), and a C function that
-        # returns an int.
-        class Pointer(_ctypes._SimpleCData):  # type: ignore[type-arg]
-            _type_ = "P"
-
-        class Int(_ctypes._SimpleCData):  # type: ignore[type-arg]
-            _type_ = "i"
-
-        class IntFunction(_ctypes.CFuncPtr):
-            _flags_ = _ctypes.FUNCFLAG_CDECL
-            _restype_ = Int
-
-        conn.total_changes  # noqa: B018  (raises ProgrammingError once closed)
-        # The object header: a reference count (Py_ssize_t) and a type, pointer-sized.
-        handle = Pointer.from_address(id(conn) + _ctypes.sizeof(Pointer) * 2)
-        if not handle.value:
-            return
-        library = _ctypes.dlopen(_sqlite3.__file__, _ctypes.RTLD_LOCAL)
-        db_config = IntFunction(_ctypes.dlsym(library, "sqlite3_db_config"))
-        done = Int(0)
-        db_config(handle, Int(_NO_CKPT_ON_CLOSE), Int(1), _ctypes.byref(done))
-    except (AttributeError, OSError, sqlite3.Error, ImportError, TypeError, ValueError):
-        return
 
 
 _NOT_REGULAR = (
