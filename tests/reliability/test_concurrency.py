@@ -299,7 +299,7 @@ def test_a_write_while_sync_lists_the_events_does_not_rebuild_the_cache(
     event the listing lacked, which sync took for a file removed by a checkout and
     rebuilt the whole cache (6 of 151 syncs racing one writer), holding the write lock
     for as long as that takes and telling the user files were gone."""
-    from nervamem import sharing
+    from nervamem.team import sync as sharing
 
     db = tmp_path / "repo" / ".nervapack" / "memory.db"
     (db.parent / "events").mkdir(parents=True)

@@ -85,7 +85,7 @@ def test_sigkill_during_purge(tmp_path: Path, env: dict[str, str], seed: int) ->
 REBUILD_STOPPED_WHILE_READING = """
 import os, sys, time
 from pathlib import Path
-from nervamem import sharing
+from nervamem.team import sync as sharing
 from nervamem.cli import main
 
 real_import = sharing.import_events

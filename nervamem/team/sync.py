@@ -30,19 +30,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import writing
-from .errors import BadInputError, StoreError
-from .event_schema import (
-    STRAY_FOLDER,
-    EventError,
-    is_event_time,
-    is_month_folder,
-    month_id_range,
-    parse_event,
-    scan_months,
-)
-from .storage.engine import IGNORE_EXISTING_EDGE, SQLITE, Connection, dialect_of
-from .storage.event_log import (
+from .. import writing
+from ..errors import BadInputError, StoreError
+from ..storage.engine import IGNORE_EXISTING_EDGE, SQLITE, Connection, dialect_of
+from ..storage.event_log import (
     EVENT_FILE,
     FORMAT,
     EventLog,
@@ -53,14 +44,23 @@ from .storage.event_log import (
     named_ids,
     nodes_first,
 )
+from .schema import (
+    STRAY_FOLDER,
+    EventError,
+    is_event_time,
+    is_month_folder,
+    month_id_range,
+    parse_event,
+    scan_months,
+)
 
 if TYPE_CHECKING:
-    from .models import EventProblem, SyncReport
-    from .storage.engine import Storage
+    from ..models import EventProblem, SyncReport
+    from ..storage.engine import Storage
 
 
 def _problem(source: str, reason: str) -> EventProblem:
-    from .models import EventProblem
+    from ..models import EventProblem
 
     return EventProblem(source, reason)
 
@@ -74,7 +74,7 @@ def _report(
     *,
     rebuilt: bool = False,
 ) -> SyncReport:
-    from .models import SyncReport
+    from ..models import SyncReport
 
     return SyncReport(imported, already, problems, folders_read, purged, rebuilt)
 
@@ -214,7 +214,7 @@ def _apply_data(conn: Connection, node_id: str, values: dict[str, Any], event_id
 def purge_rows(storage: Storage, node_id: str) -> tuple[str, ...]:
     """A purge another clone made: the node and the entities only it named leave this
     cache too, and no later copy of their events brings them back."""
-    from .forgetting import delete_purged
+    from ..forgetting import delete_purged
 
     conn = storage.connection
     if conn.execute("SELECT 1 FROM mem_nodes WHERE id = ?", (node_id,)).fetchone() is None:
@@ -262,7 +262,7 @@ def import_events(
             problems.append(_problem(source, str(exc)))
     parsed.sort(key=lambda item: item[1]["id"])
     if len(parsed) > 1000:
-        from .writing import widen_cache
+        from ..writing import widen_cache
 
         widen_cache(storage.connection)  # as store_many does: a large import
     imported = already = 0
@@ -316,7 +316,7 @@ def import_events(
                 applied,
             )
             if write_files and log is not None:
-                from .durable import write_file_durably
+                from ..durable import write_file_durably
 
                 events_by_id = {event["id"]: event for _, event in parsed}
                 for event_id, recorded_at in applied:
@@ -916,7 +916,7 @@ def _later_data(data: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def _epoch_ms(at: str) -> int:
-    from .timeparse import to_datetime
+    from ..timeparse import to_datetime
 
     return int(to_datetime(at).timestamp() * 1000)
 
@@ -939,7 +939,7 @@ def share(storage: Storage) -> int:
         return 0
     import shutil
 
-    from .durable import write_file_durably
+    from ..durable import write_file_durably
 
     # The history goes into a folder of another name, which becomes the events folder
     # once whole, just before COMMIT: killed or interrupted part-way, the store is not
@@ -1046,7 +1046,7 @@ def mark_shared(folder: Path) -> None:
     committed, and a clone without it would not know the store is shared)."""
     readme = folder / "README.md"
     if not readme.exists():
-        from .durable import write_file_durably
+        from ..durable import write_file_durably
 
         write_file_durably(readme, EVENTS_README)
 

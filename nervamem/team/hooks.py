@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import nodes
-from .errors import BadInputError, NotFoundError
-from .storage import rows
+from .. import nodes
+from ..errors import BadInputError, NotFoundError
+from ..storage import rows
 
 if TYPE_CHECKING:
-    from .code.values import CodeSymbol
-    from .storage.engine import Storage
+    from ..code.values import CodeSymbol
+    from ..storage.engine import Storage
 
 # A commit touching more symbols than this anchors the first ones (by file and line):
 # a sweeping refactor should not tie one action to hundreds of entities.
@@ -163,7 +163,7 @@ def _full_hash(top: Path, rev: str) -> str:
 
 
 def _record(storage: Storage, top: Path, commit: str, recorded: RecordedCommits) -> CommitRecord:
-    from .writing import NewMemory, store_memories
+    from ..writing import NewMemory, store_memories
 
     short = git(top, "rev-parse", "--short", commit).decode().strip()
     message = git(top, "log", "-1", "--format=%B", commit).decode("utf-8", "replace")
@@ -207,11 +207,11 @@ def changed_symbols(top: Path, commit: str, storage: Storage) -> list[str]:
     classes holding the lines ``commit`` added or changed, as that commit's files read;
     paths relative to the code root, as anchors are. Empty when no code graph lies
     beside the store."""
-    from .code.files import relative_to
-    from .code.languages import SOURCE_SUFFIXES
-    from .code.parsing import GrammarMissing, source_symbols
-    from .code.queries import code_root
-    from .locate import graph_path_beside
+    from ..code.files import relative_to
+    from ..code.languages import SOURCE_SUFFIXES
+    from ..code.parsing import GrammarMissing, source_symbols
+    from ..code.queries import code_root
+    from ..locate import graph_path_beside
 
     if not graph_path_beside(storage.path).is_file():
         return []

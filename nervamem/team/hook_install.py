@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
-from .errors import BadInputError
+from ..errors import BadInputError
 
 # Which script serves which hook.
 HOOKS = {
