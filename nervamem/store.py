@@ -287,39 +287,39 @@ class MemoryStore:
 
     def share(self) -> int:
         """Share this store: its history becomes event files; returns how many."""
-        from .team import sync as sharing
+        from .team.share import share
 
-        return sharing.share(self.storage)
+        return share(self.storage)
 
     def sync(self, *, full: bool = False, rebuild: bool = False) -> SyncReport:
         """Import the event files the cache has not seen (``rebuild``: all, from scratch)."""
-        from .team import sync as sharing
+        from .team import sync
 
-        report = sharing.sync(self.storage, full=full, rebuild=rebuild)
+        report = sync.sync(self.storage, full=full, rebuild=rebuild)
         if rebuild or report.rebuilt:
-            sharing.restore_access_counts(self.storage)
+            sync.restore_access_counts(self.storage)
         return report
 
     def export_events(self, *, namespace: str | None = None) -> Iterator[str]:
         """The store's history as event lines (JSON Lines), oldest first."""
-        from .team import sync as sharing
+        from .team import exchange
 
         ns = self.storage.namespace_for(namespace) if namespace is not None else None
-        return sharing.export_lines(self.storage, ns)
+        return exchange.export_lines(self.storage, ns)
 
     def import_events(self, lines: Iterable[tuple[str, str]]) -> SyncReport:
         """Import events given as (where it came from, JSON text); idempotent."""
-        from .team import sync as sharing
+        from .team import exchange
 
-        return sharing.import_events(
+        return exchange.import_events(
             self.storage, lines, write_files=self.storage.events is not None
         )
 
     def canonical_state(self) -> str:
         """What this store shares, as one canonical text (equal on synced clones)."""
-        from .team import sync as sharing
+        from .team import exchange
 
-        return sharing.canonical_state(self.storage)
+        return exchange.canonical_state(self.storage)
 
     # ------------------------------------------------------------------ forget
     def forget(self, ref: str, *, purge: bool = False) -> ForgetResult:
