@@ -325,7 +325,14 @@ class MemoryStore:
     def forget(self, ref: str, *, purge: bool = False) -> ForgetResult:
         from . import forgetting
 
-        return forgetting.forget(self.storage, ref, purge=purge)
+        result = forgetting.forget(self.storage, ref, purge=purge)
+        if result.purged and self.storage.events is not None:
+            # The purge removed its event files; their deletion goes into git's index
+            # too, once the purge has committed (team/git.py).
+            from .team.git import untrack_removed
+
+            untrack_removed(self.storage.events)
+        return result
 
     # ------------------------------------------------------------------ reads
     def recall(

@@ -156,3 +156,21 @@ def test_search_and_the_node_cache_never_ask_which_engine() -> None:
         for relative in ENGINE_BLIND
     }
     assert questions == {relative: [] for relative in ENGINE_BLIND}
+
+
+def test_the_storage_layer_runs_no_git() -> None:
+    """The storage layer captures a write's changes and writes its event file; what git
+    makes of them (a purge's files out of the index, whether history holds a copy) is
+    team memory's business (team/git.py). No module of storage/ starts a process."""
+    starting = []
+    for path in sorted((PACKAGE / "storage").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            starting += [f"{path.name}: {name}" for name in names if name == "subprocess"]
+    assert starting == []

@@ -226,6 +226,9 @@ def _take_out_purged(storage: Storage, log: EventLog, named_purged: dict[Path, s
     purged_ids = {row[0] for row in storage.connection.execute("SELECT node_id FROM mem_purged")}
     with storage.secure_deletes(), storage.transaction():
         log.take_out(storage.connection, purged_ids, named_purged)
+    from .git import untrack_removed
+
+    untrack_removed(log)
 
 
 # git's "racily clean" rule: a folder changed this recently may change again within the
