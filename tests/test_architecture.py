@@ -174,3 +174,14 @@ def test_the_storage_layer_runs_no_git() -> None:
             )
             starting += [f"{path.name}: {name}" for name in names if name == "subprocess"]
     assert starting == []
+
+
+def test_team_memory_is_one_job_a_module_none_over_400_lines() -> None:
+    """Team memory was one module of 1,057 lines doing five jobs (validating, applying,
+    syncing, exporting, sharing); team/ keeps each job in a module a reader can hold."""
+    long = {
+        path.name: lines
+        for path in sorted((PACKAGE / "team").glob("*.py"))
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > 400
+    }
+    assert long == {}
