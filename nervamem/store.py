@@ -35,7 +35,6 @@ if TYPE_CHECKING:
         StalenessReport,
     )
     from .consolidate import ConsolidationResult, Consolidator
-    from .hooks import BackfillResult, CommitRecord
     from .memory_fields import NewMemory
     from .models import (
         CurrentContext,
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
         TimelineItem,
     )
     from .state import State
+    from .team.hooks import BackfillResult, CommitRecord
 
 # The result classes of models.py are imported where they are built, not here: building
 # nine frozen dataclasses costs ~7 ms, and `nervamem store` returns a plain ID.
@@ -308,45 +308,52 @@ class MemoryStore:
 
     def share(self) -> int:
         """Share this store: its history becomes event files; returns how many."""
-        from . import sharing
+        from .team.share import share
 
-        return sharing.share(self.storage)
+        return share(self.storage)
 
     def sync(self, *, full: bool = False, rebuild: bool = False) -> SyncReport:
         """Import the event files the cache has not seen (``rebuild``: all, from scratch)."""
-        from . import sharing
+        from .team import sync
 
-        report = sharing.sync(self.storage, full=full, rebuild=rebuild)
+        report = sync.sync(self.storage, full=full, rebuild=rebuild)
         if rebuild or report.rebuilt:
-            sharing.restore_access_counts(self.storage)
+            sync.restore_access_counts(self.storage)
         return report
 
     def export_events(self, *, namespace: str | None = None) -> Iterator[str]:
         """The store's history as event lines (JSON Lines), oldest first."""
-        from . import sharing
+        from .team import exchange
 
         ns = self.storage.namespace_for(namespace) if namespace is not None else None
-        return sharing.export_lines(self.storage, ns)
+        return exchange.export_lines(self.storage, ns)
 
     def import_events(self, lines: Iterable[tuple[str, str]]) -> SyncReport:
         """Import events given as (where it came from, JSON text); idempotent."""
-        from . import sharing
+        from .team import exchange
 
-        return sharing.import_events(
+        return exchange.import_events(
             self.storage, lines, write_files=self.storage.events is not None
         )
 
     def canonical_state(self) -> str:
         """What this store shares, as one canonical text (equal on synced clones)."""
-        from . import sharing
+        from .team import exchange
 
-        return sharing.canonical_state(self.storage)
+        return exchange.canonical_state(self.storage)
 
     # ------------------------------------------------------------------ forget
     def forget(self, ref: str, *, purge: bool = False) -> ForgetResult:
         from . import forgetting
 
-        return forgetting.forget(self.storage, ref, purge=purge)
+        result = forgetting.forget(self.storage, ref, purge=purge)
+        if result.purged and self.storage.events is not None:
+            # The purge removed its event files; their deletion goes into git's index
+            # too, once the purge has committed (team/git.py).
+            from .team.git import untrack_removed
+
+            untrack_removed(self.storage.events)
+        return result
 
     # ------------------------------------------------------------------ reads
     def recall(
@@ -423,7 +430,7 @@ class MemoryStore:
     def record_commit(self, repo: str | os.PathLike[str], rev: str = "HEAD") -> CommitRecord:
         """Record one commit as an action (and its ``Decision:`` trailers as decisions),
         anchored to the symbols its diff changed; idempotent, keyed by the hash."""
-        from . import hooks
+        from .team import hooks
 
         return hooks.record_commit(self.storage, Path(repo), rev)
 
@@ -431,7 +438,7 @@ class MemoryStore:
         self, repo: str | os.PathLike[str], since: str | None = None, *, limit: int | None = None
     ) -> BackfillResult:
         """Record the commits after ``since`` (default: all) not recorded yet."""
-        from . import hooks
+        from .team import hooks
 
         return hooks.backfill(self.storage, Path(repo), since, limit=limit)
 

@@ -357,3 +357,32 @@ def test_the_library_check_sees_every_form_of_use() -> None:
         "import mcp.shared._context_streams",
         "mcp.server.stdio._claim_fd",
     ]
+
+
+def test_the_storage_layer_runs_no_git() -> None:
+    """The storage layer captures a write's changes and writes its event file; what git
+    makes of them (a purge's files out of the index, whether history holds a copy) is
+    team memory's business (team/git.py). No module of storage/ starts a process."""
+    starting = []
+    for path in sorted((PACKAGE / "storage").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            starting += [f"{path.name}: {name}" for name in names if name == "subprocess"]
+    assert starting == []
+
+
+def test_team_memory_is_one_job_a_module_none_over_400_lines() -> None:
+    """Team memory was one module of 1,057 lines doing five jobs (validating, applying,
+    syncing, exporting, sharing); team/ keeps each job in a module a reader can hold."""
+    long = {
+        path.name: lines
+        for path in sorted((PACKAGE / "team").glob("*.py"))
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > 400
+    }
+    assert long == {}

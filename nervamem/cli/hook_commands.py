@@ -104,7 +104,7 @@ def hooks_install(
       nervamem hooks install
       nervamem hooks install --repo ~/src/project
     """
-    from ..hook_install import install
+    from ..team.hook_install import install
 
     output = output_format(ctx, fmt)
     _refuse_a_url_the_hooks_cannot_see(ctx)
@@ -123,7 +123,7 @@ def hooks_uninstall(
     Example:
       nervamem hooks uninstall
     """
-    from ..hook_install import uninstall
+    from ..team.hook_install import uninstall
 
     output = output_format(ctx, fmt)
     _check_store(ctx)

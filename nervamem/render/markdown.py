@@ -14,7 +14,6 @@ if TYPE_CHECKING:  # annotations only: `store` prints an ID without building the
     from ..browse import Link, ListedNode, NodeDetail
     from ..code.values import CodeAnchor
     from ..consolidate import ConsolidationResult
-    from ..hooks import BackfillResult, CommitRecord
     from ..models import (
         CurrentContext,
         ForgetResult,
@@ -24,6 +23,7 @@ if TYPE_CHECKING:  # annotations only: `store` prints an ID without building the
         SyncReport,
         TimelineItem,
     )
+    from ..team.hooks import BackfillResult, CommitRecord
 
 
 def _timeline(items: list[TimelineItem]) -> str:

@@ -180,8 +180,12 @@ class EventLog:
         self.suppressed = False
         # Event files that hold purged content: removed once the purge commits.
         self.to_remove: list[Path] = []
+        # The files removed so far, until the team layer takes them to tell git
+        # (team/git.py): the storage layer removes files and runs no git.
+        self.removed: list[Path] = []
         # Whether a commit of git's history holds one of the files last removed (the
-        # purge's note about history says so only then); None: git could not tell.
+        # purge's note about history says so only then); None: git could not tell. Set
+        # by team/git.py.
         self.removed_in_history: bool | None = False
         self._author: str | None | bool = False  # False: not looked up yet
 
@@ -310,9 +314,12 @@ class EventLog:
         removed, self.to_remove = self.to_remove, []
         for path in removed:
             path.unlink(missing_ok=True)
-        if removed:
-            unstage(self.folder, removed)
-            self.removed_in_history = in_history(self.folder, removed)
+        self.removed.extend(removed)
+
+    def take_removed(self) -> list[Path]:
+        """The event files removed since the last call (purges, a sync's take-out)."""
+        removed, self.removed = self.removed, []
+        return removed
 
     def after_rollback(self) -> None:
         self.to_remove = []
@@ -434,53 +441,6 @@ class EventLog:
         conn.executemany(
             "DELETE FROM mem_event_journal WHERE id = ?", [(i,) for i in (*restore, *drop)]
         )
-
-
-GIT_TIMEOUT_S = 10
-
-
-def unstage(folder: Path, paths: list[Path]) -> None:
-    """Take event files a purge deleted out of git's index too (``git rm --cached``):
-    one staged with ``git add`` and never committed would otherwise go into the next
-    commit with the purged content; for one committed already, its deletion is staged.
-    Best effort and silent: no git, a folder outside a repository, or an index locked
-    by a running git leave the index as it is (docs/team-memory.md)."""
-    import subprocess
-
-    try:
-        subprocess.run(
-            ["git", "-C", str(folder), "rm", "--cached", "--quiet", "--ignore-unmatch", "--"]
-            + [str(path) for path in paths],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        pass
-
-
-def in_history(folder: Path, paths: list[Path]) -> bool | None:
-    """Whether any commit of the repository holds one of ``paths``: False in a
-    repository with no commits (or none that touched them), None where git cannot say
-    (no git, no repository, a time-out)."""
-    import subprocess
-
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(folder), "rev-list", "--all", "-n", "1", "--"]
-            + [str(path) for path in paths],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode != 0:
-        return None
-    return bool(done.stdout.strip())
 
 
 # Linux writes a dirty page back within 30 s (vm.dirty_expire_centisecs): a file written a

@@ -299,13 +299,13 @@ def test_a_write_while_sync_lists_the_events_does_not_rebuild_the_cache(
     event the listing lacked, which sync took for a file removed by a checkout and
     rebuilt the whole cache (6 of 151 syncs racing one writer), holding the write lock
     for as long as that takes and telling the user files were gone."""
-    from nervamem import sharing
+    from nervamem.team import sync
 
     db = tmp_path / "repo" / ".nervapack" / "memory.db"
     (db.parent / "events").mkdir(parents=True)
     with MemoryStore(db) as writer, MemoryStore(db) as syncer:
         writer.store("fact", "before the sync")
-        real_listing = sharing._event_names
+        real_listing = sync._event_names
 
         writes: list[str] = []
 
@@ -315,6 +315,6 @@ def test_a_write_while_sync_lists_the_events_does_not_rebuild_the_cache(
                 writes.append(writer.store("fact", "stored after the listing"))
             return names
 
-        monkeypatch.setattr(sharing, "_event_names", listing_then_a_write)
+        monkeypatch.setattr(sync, "_event_names", listing_then_a_write)
         report = syncer.sync(full=True)
         assert not report.rebuilt

@@ -85,10 +85,10 @@ def test_sigkill_during_purge(tmp_path: Path, env: dict[str, str], seed: int) ->
 REBUILD_STOPPED_WHILE_READING = """
 import os, sys, time
 from pathlib import Path
-from nervamem import sharing
+from nervamem.team import sync
 from nervamem.cli import main
 
-real_import = sharing.import_events
+real_import = sync.import_events
 
 def reading(*args, **kwargs):  # the cache was emptied; the event files are read back
     if os.environ["REBUILD_AT_IMPORT"] == "die":
@@ -97,7 +97,7 @@ def reading(*args, **kwargs):  # the cache was emptied; the event files are read
     time.sleep(3)
     return real_import(*args, **kwargs)
 
-sharing.import_events = reading
+sync.import_events = reading
 main(sys.argv[1:])
 """
 

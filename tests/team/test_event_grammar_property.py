@@ -423,7 +423,7 @@ def reported_by_sync(report: dict[str, Any], pieces: list[Piece]) -> set[str]:
     }
 
 
-# The changes that hold a node's text (sharing._CONTENT_KEYS): a sync takes out the
+# The changes that hold a node's text (team/sync.py's _CONTENT_KEYS): a sync takes out the
 # file of an event holding a purged node's text (docs/team-memory.md, a purge is
 # forever), so such an event is not held by a clone that synced the purge.
 CONTENT_KEYS = {"node": "id", "alias": "entity_id", "data": "id"}

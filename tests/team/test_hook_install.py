@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nervamem import hook_install
+from nervamem.team import hook_install
 
 GIT = ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com"]
 

@@ -21,24 +21,23 @@ Invariants:
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import nodes
-from .errors import BadInputError, NotFoundError
-from .storage import rows
+from .. import nodes
+from ..errors import BadInputError, NotFoundError
+from ..storage import rows
+from .git import git, work_tree
 
 if TYPE_CHECKING:
-    from .code.values import CodeSymbol
-    from .storage.engine import Storage
+    from ..code.values import CodeSymbol
+    from ..storage.engine import Storage
 
 # A commit touching more symbols than this anchors the first ones (by file and line):
 # a sweeping refactor should not tie one action to hundreds of entities.
 MAX_SYMBOLS_PER_COMMIT = 30
-GIT_TIMEOUT_S = 60
 _HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 _OLD_HOOK_ACTION = re.compile(r"^Commit ([0-9a-f]{4,40}):")
 
@@ -65,29 +64,6 @@ class BackfillResult:
     since: str | None
     recorded: tuple[CommitRecord, ...]
     already: int
-
-
-def git(repo: Path, *args: str) -> bytes:
-    """Run git in ``repo``; a failure is bad input (not a repository, an unknown REV)."""
-    try:
-        completed = subprocess.run(
-            ["git", "-C", str(repo), "-c", "core.quotePath=false", *args],
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise BadInputError("git is not installed (it is needed to read commits)") from None
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise BadInputError(f"git failed: {exc}") from None
-    if completed.returncode != 0:
-        message = completed.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise BadInputError(f"git {args[0]}: {message[0] if message else 'failed'}")
-    return completed.stdout
-
-
-def work_tree(folder: Path) -> Path:
-    return Path(git(folder, "rev-parse", "--show-toplevel").decode("utf-8", "replace").strip())
 
 
 def record_commit(storage: Storage, repo: Path, rev: str = "HEAD") -> CommitRecord:
@@ -163,7 +139,7 @@ def _full_hash(top: Path, rev: str) -> str:
 
 
 def _record(storage: Storage, top: Path, commit: str, recorded: RecordedCommits) -> CommitRecord:
-    from .writing import NewMemory, store_memories
+    from ..writing import NewMemory, store_memories
 
     short = git(top, "rev-parse", "--short", commit).decode().strip()
     message = git(top, "log", "-1", "--format=%B", commit).decode("utf-8", "replace")
@@ -207,11 +183,11 @@ def changed_symbols(top: Path, commit: str, storage: Storage) -> list[str]:
     classes holding the lines ``commit`` added or changed, as that commit's files read;
     paths relative to the code root, as anchors are. Empty when no code graph lies
     beside the store."""
-    from .code.files import relative_to
-    from .code.languages import SOURCE_SUFFIXES
-    from .code.parsing import GrammarMissing, source_symbols
-    from .code.queries import code_root
-    from .locate import graph_path_beside
+    from ..code.files import relative_to
+    from ..code.languages import SOURCE_SUFFIXES
+    from ..code.parsing import GrammarMissing, source_symbols
+    from ..code.queries import code_root
+    from ..locate import graph_path_beside
 
     if not graph_path_beside(storage.path).is_file():
         return []

@@ -14,11 +14,10 @@ honoured.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
-from .errors import BadInputError
+from .git import hooks_folder
 
 # Which script serves which hook.
 HOOKS = {
@@ -39,23 +38,6 @@ class HookChange(NamedTuple):
     name: str
     path: str
     action: str
-
-
-def hooks_folder(repo: Path) -> Path:
-    """The folder git runs hooks from (core.hooksPath, else .git/hooks)."""
-    try:
-        completed = subprocess.run(
-            ["git", "rev-parse", "--path-format=absolute", "--git-path", "hooks"],
-            cwd=repo,
-            capture_output=True,
-            check=False,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BadInputError(f"cannot run git in {repo}: {exc}") from None
-    if completed.returncode != 0:
-        raise BadInputError(f"{repo} is not in a git repository")
-    return Path(completed.stdout.decode().strip())
 
 
 def script(name: str) -> str:

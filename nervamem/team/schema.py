@@ -32,9 +32,9 @@ import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .ids import ID_PATTERN, KIND_PREFIX
-from .kinds import EDGE_KINDS, NODE_KINDS
-from .storage.event_log import CHANGE_TYPES, EVENT_ID, FORMAT
+from ..ids import ID_PATTERN, KIND_PREFIX
+from ..kinds import EDGE_KINDS, NODE_KINDS
+from ..storage.event_log import CHANGE_TYPES, EVENT_ID, FORMAT
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -64,7 +64,7 @@ def is_time(value: Any) -> bool:
         return False
     from datetime import datetime
 
-    from .timeparse import format_time
+    from ..timeparse import format_time
 
     try:
         moment = datetime.fromisoformat(value[:-1])
@@ -89,7 +89,7 @@ def _is_text(value: Any) -> bool:
 
 
 def _is_namespace(value: Any) -> bool:
-    from .state import namespace_pattern
+    from ..state import namespace_pattern
 
     return isinstance(value, str) and bool(namespace_pattern().fullmatch(value))
 
