@@ -226,7 +226,7 @@ def _item_completer(
     sessions: bool = True,
     budget: int,
     facts: NodeFacts | None = None,
-) -> Callable[[int], RecallItem]:
+) -> Callable[[int, tuple[int, int] | None], RecallItem]:
     """The item of ``ranked[i]``, for packing. Sessions and short IDs (index lookups) only
     for what packing may show: it asks for an item when its content is new and could
     still fit; looked up as many at a time as the budget can show, then COMPLETE_LATER
@@ -243,7 +243,7 @@ def _item_completer(
     rival_mask = mask_sql(mask, "rival")
     server_chunk = COMPLETE_CHUNK_OF.get(storage.engine)
 
-    def complete(index: int) -> RecallItem:
+    def complete(index: int, passage: tuple[int, int] | None = None) -> RecallItem:
         if index not in looked_up:
             size = server_chunk or (COMPLETE_LATER if looked_up else _shown(budget))
             chunk = ranked[index : index + size]
@@ -287,6 +287,7 @@ def _item_completer(
             rejected=why[cand.id][1] if cand.id in why else (),
             conflicts_with=rivals.get(cand.id, ()),
             conflicts_with_short=tuple(short[r] for r in rivals.get(cand.id, ())),
+            passage=passage,
         )
 
     return complete
