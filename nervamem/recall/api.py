@@ -25,6 +25,7 @@ from .expansion import expand
 from .mask import KnownAt, mask_sql, until_known_sql
 from .node_cache import NodeFacts, for_recall, rivals_of, short_ids
 from .packing import pack
+from .passages import weigh_passages
 from .questions import damp_questions
 from .scoring import Scored, above_floor, top_k
 from .search import search
@@ -123,6 +124,7 @@ def run_recall(
     damp_questions(found.values())
     favour_times(found.values(), query)
     favour_decisions(found.values(), query)
+    weigh_passages(found.values(), query, budget_tokens)
     _renormalise(found.values())
     ranked = top_k(
         conn,

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from ..errors import BadInputError
 from ..visible import one_line
-from .passages import best_passage, query_stems
+from .passages import best_passage, passage_chars, query_stems
 from .tokens import CharTokenCounter, TokenCounter
 
 if TYPE_CHECKING:  # annotations only
@@ -305,10 +305,11 @@ def pack(
     terse: set[str] = set()  # decisions shown without their reasons
     floor = meter.least_cost(MIN_PIECE_CHARS)
     stems = query_stems(query)
+    size = passage_chars(budget)
     for index, draft in enumerate(ranked):
         if floor is not None and meter.tokens + floor > budget:
             break  # not even the shortest item fits: every one below would be skipped
-        passage = best_passage(draft.content, stems)
+        passage = best_passage(draft.content, stems, size)
         if passage is None:
             flat = one_line(draft.content)
         else:

@@ -3,26 +3,39 @@
 A tool's output, an assistant's explanation or a design note runs to thousands of
 characters; shown whole it costs a small budget all of its room, or is never shown at
 all, and the one paragraph that answers the question pays for the rest. A memory whose
-content is longer than LONG_CHARS is shown by one window of about PASSAGE_CHARS,
-cut at white space: the window that holds the most distinct words of the query (then
-the most occurrences of them; the earliest on a tie), its opening when none matches.
+content is longer than LONG_CHARS is shown by one window of about PASSAGE_CHARS
+(fewer at a small budget: passage_chars), cut at white space: the window that holds
+the most distinct words of the query (then the most occurrences of them; the earliest
+on a tie), its opening when none matches. It is scored as that window (weigh_passages).
 Packing marks the cut ends with ``…`` and keeps the memory's ID, so ``show`` gives the
 whole; the offsets are into the stored content (RecallItem.passage, JSON ``passage``).
 
-Sizes (bench/quality.py --set beam, BEAM's 500K tier, bench/results.md "Recall quality
-on BEAM"): a window of PASSAGE_CHARS fits a 200-token budget beside the header and
-a short memory; anything up to LONG_CHARS is shown whole, as before.
+Sizes, measured on BEAM's 500K tier (the development set; bench/quality.py --set beam,
+bench/results.md "Recall quality on BEAM"): windows of 400 and 600 characters score
+alike from 500 tokens up, 400 a little better; at 200 tokens a window of 40 % of the
+budget (320 characters) loses less to the short memories it displaces. Anything up to
+LONG_CHARS is shown whole, as before (LoCoMo's and the agent set's longest memories
+are 444 and 512 characters: their recalls are unchanged).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from .terms import content_terms, query_terms
 
+if TYPE_CHECKING:  # annotations only
+    from .candidates import Candidate
+
 LONG_CHARS = 1200
-PASSAGE_CHARS = 600
+PASSAGE_CHARS = 400
+# A small budget gets a shorter window, a share of its room (at ~4 characters a token),
+# never below MIN_PASSAGE_CHARS: one passage must leave room for a short memory or two.
+PASSAGE_SHARE = 0.4
+MIN_PASSAGE_CHARS = 300
 # Words are compared on their first characters: "retries" finds "retry", "caching"
 # "cached", without a stemmer (recall's index stems; this only picks a window).
 STEM_CHARS = 5
@@ -38,10 +51,41 @@ def query_stems(query: str) -> frozenset[str]:
     return frozenset(_stem(t) for t in content_terms(query_terms(query)))
 
 
-def best_passage(content: str, stems: frozenset[str]) -> tuple[int, int] | None:
-    """(start, end) offsets into ``content`` of the window to show, or None when the
-    content is short enough to show whole."""
-    size = PASSAGE_CHARS  # read at the call: bench scripts try other sizes
+def passage_chars(budget: int) -> int:
+    """The window's size at a budget of ``budget`` tokens."""
+    return max(MIN_PASSAGE_CHARS, min(PASSAGE_CHARS, int(budget * 4 * PASSAGE_SHARE)))
+
+
+def weigh_passages(candidates: Iterable[Candidate], query: str, budget: int) -> None:
+    """Scoring at passage level: a long memory is shown by one passage, so it is worth
+    what that passage matches. Its relevance is scaled by the share of the query words it
+    matches that its passage holds: one relevant paragraph keeps it whole, a long reply
+    that mentions every word once somewhere drops below the short memories it would
+    otherwise crowd out (BEAM: bench/results.md "Recall quality on BEAM")."""
+    stems: frozenset[str] | None = None
+    size = passage_chars(budget)
+    for candidate in candidates:
+        if len(candidate.content) <= LONG_CHARS:
+            continue
+        if stems is None:
+            stems = query_stems(query)
+        passage = best_passage(candidate.content, stems, size)
+        if passage is None:
+            continue
+        whole = _distinct(candidate.content, stems)
+        if whole:
+            shown = _distinct(candidate.content[passage[0] : passage[1]], stems)
+            candidate.relevance *= shown / whole
+
+
+def _distinct(text: str, stems: frozenset[str]) -> int:
+    return len({s for s in (_stem(t.lower()) for t in _TERM.findall(text)) if s in stems})
+
+
+@lru_cache(maxsize=512)  # weigh_passages and packing ask for the same windows
+def best_passage(content: str, stems: frozenset[str], size: int) -> tuple[int, int] | None:
+    """(start, end) offsets into ``content`` of the window of about ``size`` characters
+    to show, or None when the content is short enough to show whole."""
     if len(content) <= max(LONG_CHARS, size):
         return None
     spans = [(m.start(), m.end()) for m in _WORD.finditer(content)]

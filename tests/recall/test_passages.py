@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from nervamem.recall.passages import LONG_CHARS, best_passage, query_stems
+from nervamem.recall.candidates import Candidate
+from nervamem.recall.passages import LONG_CHARS, best_passage, query_stems, weigh_passages
 
 pytestmark = pytest.mark.both_engines  # the same assertions on SQLite and PostgreSQL
 
@@ -26,12 +27,12 @@ LONG = FILLER[: len(FILLER) // 2] + " " + ANSWER + " " + FILLER[len(FILLER) // 2
 
 
 def test_the_passage_is_the_window_with_the_query_words() -> None:
-    start, end = best_passage(LONG, query_stems("how do webhook retries work")) or (0, 0)
+    start, end = best_passage(LONG, query_stems("how do webhook retries work"), 400) or (0, 0)
     assert ANSWER in LONG[start:end]
     assert start > 0 and end < len(LONG) and end - start < len(LONG) // 3
     # Short content is shown whole; content that matches nowhere by its opening.
-    assert best_passage("the retry loop " * 10, query_stems("retry")) is None
-    assert best_passage(LONG, query_stems("kubernetes"))[0] == 0  # type: ignore[index]
+    assert best_passage("the retry loop " * 10, query_stems("retry"), 400) is None
+    assert best_passage(LONG, query_stems("kubernetes"), 400)[0] == 0  # type: ignore[index]
     assert len(LONG) > 3 * LONG_CHARS
 
 
@@ -59,3 +60,23 @@ def test_a_long_memory_is_shown_by_its_passage_within_a_small_budget(cli: Run) -
     # show gives the whole memory by the ID the recall line printed.
     shown = json.loads(cli("show", line.split()[1], "-f", "json").stdout)["nodes"][0]
     assert shown["content"] == LONG
+
+
+def _candidate(content: str) -> Candidate:
+    when = "2026-07-03T12:00:00.000Z"
+    return Candidate(
+        "f_1", "fact", content, when, None, when, 1.0, 0, 1, relevance=1.0, via="search"
+    )
+
+
+def test_a_long_memory_is_worth_what_its_passage_matches() -> None:
+    # The answer in one paragraph: the passage holds every query word the memory holds.
+    focused = _candidate(LONG)
+    # The same words once each, thousands of characters apart: no window holds them all.
+    scattered = _candidate(
+        "webhook " + FILLER[:1500] + " retries " + FILLER[1500:3000] + " dead letter"
+    )
+    short = _candidate("webhook retries end in the dead letter queue")
+    weigh_passages([focused, scattered, short], "webhook retries dead letter", 500)
+    assert focused.relevance == 1.0 == short.relevance
+    assert scattered.relevance <= 0.5
