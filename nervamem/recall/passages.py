@@ -82,12 +82,16 @@ def _distinct(text: str, stems: frozenset[str]) -> int:
     return len({s for s in (_stem(t.lower()) for t in _TERM.findall(text)) if s in stems})
 
 
-@lru_cache(maxsize=512)  # weigh_passages and packing ask for the same windows
 def best_passage(content: str, stems: frozenset[str], size: int) -> tuple[int, int] | None:
     """(start, end) offsets into ``content`` of the window of about ``size`` characters
     to show, or None when the content is short enough to show whole."""
     if len(content) <= max(LONG_CHARS, size):
-        return None
+        return None  # most memories: no lookup, no hashing of the content
+    return _window(content, stems, size)
+
+
+@lru_cache(maxsize=512)  # weigh_passages and packing ask for the same windows
+def _window(content: str, stems: frozenset[str], size: int) -> tuple[int, int] | None:
     spans = [(m.start(), m.end()) for m in _WORD.finditer(content)]
     if not spans:
         return None
