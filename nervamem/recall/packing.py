@@ -309,7 +309,7 @@ def pack(
     for index, draft in enumerate(ranked):
         if floor is not None and meter.tokens + floor > budget:
             break  # not even the shortest item fits: every one below would be skipped
-        passage = best_passage(draft.content, stems, size)
+        passage = None if size is None else best_passage(draft.content, stems, size)
         if passage is None:
             flat = one_line(draft.content)
         else:

@@ -3,8 +3,8 @@
 A tool's output, an assistant's explanation or a design note runs to thousands of
 characters; shown whole it costs a small budget all of its room, or is never shown at
 all, and the one paragraph that answers the question pays for the rest. A memory whose
-content is longer than LONG_CHARS is shown by one window of about PASSAGE_CHARS
-(fewer at a small budget: passage_chars), cut at white space: the window that holds
+content is longer than LONG_CHARS is shown, from a budget of PASSAGE_MIN_BUDGET
+tokens, by one window of about PASSAGE_CHARS cut at white space: the window that holds
 the most distinct words of the query (then the most occurrences of them; the earliest
 on a tie), its opening when none matches. It is scored as that window (weigh_passages).
 Packing marks the cut ends with ``…`` and keeps the memory's ID, so ``show`` gives the
@@ -12,10 +12,9 @@ whole; the offsets are into the stored content (RecallItem.passage, JSON ``passa
 
 Sizes, measured on BEAM's 500K tier (the development set; bench/quality.py --set beam,
 bench/results.md "Recall quality on BEAM"): windows of 400 and 600 characters score
-alike from 500 tokens up, 400 a little better; at 200 tokens a window of 40 % of the
-budget (320 characters) loses less to the short memories it displaces. Anything up to
-LONG_CHARS is shown whole, as before (LoCoMo's and the agent set's longest memories
-are 444 and 512 characters: their recalls are unchanged).
+alike, 400 a little better; below PASSAGE_MIN_BUDGET passages lose (see there). Anything
+up to LONG_CHARS is shown whole, as before (LoCoMo's and the agent set's longest
+memories are 444 and 512 characters: their recalls are unchanged).
 """
 
 from __future__ import annotations
@@ -32,10 +31,11 @@ if TYPE_CHECKING:  # annotations only
 
 LONG_CHARS = 1200
 PASSAGE_CHARS = 400
-# A small budget gets a shorter window, a share of its room (at ~4 characters a token),
-# never below MIN_PASSAGE_CHARS: one passage must leave room for a short memory or two.
-PASSAGE_SHARE = 0.4
-MIN_PASSAGE_CHARS = 300
+# Below this budget a long memory is shown whole or not at all, as before: on BEAM's dev
+# tier a passage of ~100 tokens took the place of short memories that held the answer
+# more often (200 tokens: 0.307 without passages, 0.257 with; 500: 0.422, 0.353), while
+# from 1000 tokens up passages win (0.352 to 0.432; 2000: 0.416 to 0.509).
+PASSAGE_MIN_BUDGET = 1000
 # Words are compared on their first characters: "retries" finds "retry", "caching"
 # "cached", without a stemmer (recall's index stems; this only picks a window).
 STEM_CHARS = 5
@@ -51,9 +51,9 @@ def query_stems(query: str) -> frozenset[str]:
     return frozenset(_stem(t) for t in content_terms(query_terms(query)))
 
 
-def passage_chars(budget: int) -> int:
-    """The window's size at a budget of ``budget`` tokens."""
-    return max(MIN_PASSAGE_CHARS, min(PASSAGE_CHARS, int(budget * 4 * PASSAGE_SHARE)))
+def passage_chars(budget: int) -> int | None:
+    """The window's size at a budget of ``budget`` tokens; None: no passages."""
+    return PASSAGE_CHARS if budget >= PASSAGE_MIN_BUDGET else None
 
 
 def weigh_passages(candidates: Iterable[Candidate], query: str, budget: int) -> None:
@@ -64,6 +64,8 @@ def weigh_passages(candidates: Iterable[Candidate], query: str, budget: int) -> 
     otherwise crowd out (BEAM: bench/results.md "Recall quality on BEAM")."""
     stems: frozenset[str] | None = None
     size = passage_chars(budget)
+    if size is None:
+        return
     for candidate in candidates:
         if len(candidate.content) <= LONG_CHARS:
             continue
