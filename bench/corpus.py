@@ -39,6 +39,10 @@ class Question:
     expected: tuple[str, ...]  # texts that should appear in the recall
     forbidden: tuple[str, ...] = ()  # texts that must not (superseded versions)
     any_of: bool = False  # one expected text is the whole answer (near-duplicates)
+    # 0: an expected text counts only whole. N: one longer than N characters also counts
+    # when a contiguous excerpt of N characters or more of it is present (BEAM's long
+    # messages, which recall may show by a passage).
+    min_excerpt: int = 0
 
 
 @dataclass

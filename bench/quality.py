@@ -4,6 +4,7 @@ One command, a path to the data:
 
     python bench/quality.py ../shared/data/locomo/locomo-dev.json      # LoCoMo (default set)
     python bench/quality.py --set agent                               # generated agent memory
+    python bench/quality.py --set beam /tmp/beam/chats/500K          # BEAM, one tier's folder
 
 For every question and every budget (200 / 500 / 1000 tokens, the default char counter)
 it calls ``MemoryStore.recall(question, budget_tokens=B)`` -- the code path of the CLI --
@@ -20,6 +21,17 @@ when it has one, valid from its session's date-time; one store per conversation.
 Agent set (``--set agent``, see bench/agentset.py): seeded, generated coding-agent
 memories with questions whose answers are known by construction. It also reports how
 often a superseded memory showed up (``stale``): the reference has no temporal mask.
+
+BEAM (``--set beam``, see bench/beam.py; the folder of one tier of a copy of the public
+repository mohammadtavakoli78/BEAM, never copied into the project): long developer /
+coding-assistant conversations, one ``fact`` per message, one session per batch, budgets
+200 / 500 / 1000 / 2000. An evidence message counts as found when the output holds it
+whole or a contiguous excerpt of at least 300 characters of it (shorter ones: whole).
+The BM25 reference passes over a line that does not fit and tries the next (a message is
+~2,300 characters: stopping at the first would leave 200 tokens empty), and a third
+system, ``best``, packs the evidence alone, cheapest first (an excerpt of 300 characters
+where that is cheaper): the best possible under the rule. Knowledge-update questions add
+two rows: how often the updated message and the original one were shown.
 
 Access counting: recall increments ``access_count`` of what it returns, and the
 frequency factor then favours those nodes in later recalls, so the score of a question
@@ -55,6 +67,7 @@ from nervamem import MemoryStore
 from nervamem.models import RecallResult
 
 BUDGETS = (200, 500, 1000)
+BEAM_BUDGETS = (200, 500, 1000, 2000)
 DEFAULT_LOCOMO = Path(__file__).resolve().parent.parent / "../shared/data/locomo/locomo-dev.json"
 LOCOMO_CATEGORIES = {
     1: "multi-hop",
@@ -87,11 +100,49 @@ def normalise(text: str) -> str:
     return " ".join(text.translate(_QUOTES).lower().split())
 
 
+def holds(flat: str, text: str, min_excerpt: int = 0) -> bool:
+    """Whether ``flat`` (normalised) holds ``text`` (normalised) whole, or, with
+    ``min_excerpt`` and a longer text, a contiguous excerpt of that many characters."""
+    if text in flat:
+        return True
+    if not min_excerpt or len(text) <= min_excerpt:
+        return False
+    # A common run of min_excerpt characters or more covers at least one whole block of
+    # half that length at a multiple of it: look those blocks up, extend each occurrence.
+    half = min_excerpt // 2
+    for start in range(0, len(text) - half + 1, half):
+        pos = flat.find(text[start : start + half])
+        while pos != -1:
+            left = 0
+            while left < min(start, pos) and text[start - left - 1] == flat[pos - left - 1]:
+                left += 1
+            right = half
+            while (
+                start + right < len(text)
+                and pos + right < len(flat)
+                and text[start + right] == flat[pos + right]
+            ):
+                right += 1
+            if left + right >= min_excerpt:
+                return True
+            pos = flat.find(text[start : start + half], pos + 1)
+    return False
+
+
+def found_share(output: str, texts: Sequence[str], min_excerpt: int = 0) -> float:
+    flat = normalise(output)
+    return statistics.fmean(holds(flat, normalise(t), min_excerpt) for t in texts)
+
+
 def score_text(output: str, question: Question) -> tuple[float, int]:
     """(fraction of expected texts present, number of forbidden texts present)."""
     flat = normalise(output)
-    found = sum(1 for text in question.expected if normalise(text) in flat)
-    stale = sum(1 for text in question.forbidden if normalise(text) in flat)
+    found = sum(
+        1 for text in question.expected if holds(flat, normalise(text), question.min_excerpt)
+    )
+    stale = sum(
+        1 for text in question.forbidden if holds(flat, normalise(text), question.min_excerpt)
+    )
     if question.any_of:
         return float(found > 0), stale
     return found / len(question.expected), stale
@@ -268,7 +319,8 @@ class Bm25Reference:
     ``[YYYY-MM-DD] content`` packed in rank order until the next one would not fit.
     No temporal mask, no graph: superseded memories stay in."""
 
-    def __init__(self, corpus: Corpus) -> None:
+    def __init__(self, corpus: Corpus, *, first_fit: bool = False) -> None:
+        self._first_fit = first_fit
         self._db = sqlite3.connect(":memory:")
         self._db.execute(
             "CREATE VIRTUAL TABLE docs USING fts5(content, line UNINDEXED, "
@@ -293,20 +345,37 @@ class Bm25Reference:
             "SELECT line FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT 400",
             (expression,),
         )
-        return pack_lines((line for (line,) in rows), budget)
+        return pack_lines((line for (line,) in rows), budget, first_fit=self._first_fit)
 
 
-def pack_lines(lines: Iterable[str], budget: int) -> str:
-    """The reference packing: lines in rank order until the next would not fit."""
+def pack_lines(lines: Iterable[str], budget: int, *, first_fit: bool = False) -> str:
+    """The reference packing: lines in rank order until the next would not fit (with
+    ``first_fit``, a line that does not fit is passed over and the next ones tried: with
+    messages of thousands of characters, stopping at the first would leave a small
+    budget empty)."""
     kept: list[str] = []
     chars = 0
     for line in lines:
         added = len(line) + (1 if kept else 0)
         if math.ceil((chars + added) / 4) > budget:
+            if first_fit:
+                continue
             break
         kept.append(line)
         chars += added
     return "\n".join(kept)
+
+
+def best_possible(question: Question, budget: int) -> str:
+    """The question's evidence alone, cheapest first, first fit: each text whole, or, when
+    an excerpt counts and is shorter, its first ``min_excerpt`` characters."""
+    pieces = []
+    for text in question.expected:
+        flat = " ".join(text.split())
+        if question.min_excerpt and len(flat) > question.min_excerpt:
+            flat = flat[: question.min_excerpt] + "…"
+        pieces.append(flat)
+    return pack_lines(sorted(pieces, key=len), budget, first_fit=True)
 
 
 # ---------------------------------------------------------------------------- runner
@@ -319,11 +388,26 @@ class Tally:
     used: dict[tuple[str, int], list[int]] = field(default_factory=lambda: defaultdict(list))
     share: dict[tuple[str, int], list[float]] = field(default_factory=lambda: defaultdict(list))
     seconds: list[float] = field(default_factory=list)
+    versions: dict[tuple[str, int, str], list[float]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
 
     def add(self, system: str, budget: int, category: str, score: float, stale: int) -> None:
         self.scores[(system, budget, category)].append(score)
         self.scores[(system, budget, "all")].append(score)
         self.stale[(system, budget)] += stale
+
+    def add_versions(self, system: str, budget: int, output: str, question: Question) -> None:
+        """For a question whose evidence has an original and an updated version: how
+        often each is shown (rows outside the categories and "all")."""
+        updated = [t for t in question.expected if t not in question.forbidden]
+        if not question.forbidden or not updated:
+            return
+        excerpt = question.min_excerpt
+        self.versions[(system, budget, "updated")].append(found_share(output, updated, excerpt))
+        self.versions[(system, budget, "original")].append(
+            found_share(output, question.forbidden, excerpt)
+        )
 
     def merge(self, other: Tally) -> None:
         for key, values in other.scores.items():
@@ -334,6 +418,8 @@ class Tally:
             self.used[key].extend(used)
         for key, share in other.share.items():
             self.share[key].extend(share)
+        for key, values in other.versions.items():
+            self.versions[key].extend(values)
         self.seconds.extend(other.seconds)
 
     def mean(self, system: str, budget: int, category: str) -> float:
@@ -362,6 +448,7 @@ def evaluate_corpus(
     bulk: bool = False,
     layout_cost: bool = False,
     min_score: float = 0.0,
+    first_fit: bool = False,
 ) -> Tally:
     """Ingest one corpus into a fresh store and ask all its questions at every budget."""
     tally = Tally()
@@ -373,7 +460,7 @@ def evaluate_corpus(
             ingest(store, corpus, bulk=bulk)
             # Read-only: recall skips the access bookkeeping (see the module docstring).
             store.storage.read_only = not keep_access
-            reference = Bm25Reference(corpus) if baseline else None
+            reference = Bm25Reference(corpus, first_fit=first_fit) if baseline else None
             for question in corpus.questions:
                 if layout_cost:
                     wide = store.recall(question.text, budget_tokens=8 * max(budgets))
@@ -384,6 +471,7 @@ def evaluate_corpus(
                     tally.seconds.append(time.perf_counter() - started)
                     score, stale = score_text(result.markdown, question)
                     tally.add("nervamem", budget, question.category, score, stale)
+                    tally.add_versions("nervamem", budget, result.markdown, question)
                     tally.used[("nervamem", budget)].append(result.used_tokens)
                     tally.share[("nervamem", budget)].append(relevant_share(result, question))
                     if layout_cost:
@@ -398,6 +486,10 @@ def evaluate_corpus(
                         text = reference.recall(question.text, budget)
                         score, stale = score_text(text, question)
                         tally.add("bm25", budget, question.category, score, stale)
+                        tally.add_versions("bm25", budget, text, question)
+                    if question.min_excerpt:
+                        score, _ = score_text(best_possible(question, budget), question)
+                        tally.add("best", budget, question.category, score, 0)
         finally:
             store.close()
     return tally
@@ -413,6 +505,7 @@ def evaluate(
     jobs: int = 1,
     layout_cost: bool = False,
     min_score: float = 0.0,
+    first_fit: bool = False,
 ) -> Tally:
     work = [
         functools.partial(
@@ -425,6 +518,7 @@ def evaluate(
             bulk=bulk,
             layout_cost=layout_cost,
             min_score=min_score,
+            first_fit=first_fit,
         )
         for index, corpus in enumerate(corpora)
     ]
@@ -447,7 +541,9 @@ def _call(task: Callable[[], Tally]) -> Tally:
 
 def report(tally: Tally, budgets: Sequence[int], *, title: str, show_stale: bool) -> str:
     systems = [
-        s for s in ("nervamem", "bm25", "ranking-only") if any(k[0] == s for k in tally.scores)
+        s
+        for s in ("nervamem", "bm25", "ranking-only", "best")
+        if any(k[0] == s for k in tally.scores)
     ]
     categories = sorted({k[2] for k in tally.scores if k[2] != "all"})
     head = ["category", "n"] + [f"{s} @{b}" for b in budgets for s in systems]
@@ -456,6 +552,20 @@ def report(tally: Tally, budgets: Sequence[int], *, title: str, show_stale: bool
         cells = [category, str(tally.count(category))]
         cells += [f"{tally.mean(s, b, category):.3f}" for b in budgets for s in systems]
         rows.append(cells)
+    for version in ("updated", "original"):
+        if any(k[2] == version for k in tally.versions):
+            cells = [
+                f"knowledge update: {version} shown",
+                str(len(tally.versions[(systems[0], budgets[0], version)])),
+            ]
+            cells += [
+                f"{statistics.fmean(tally.versions[(s, b, version)]):.3f}"
+                if tally.versions.get((s, b, version))
+                else ""
+                for b in budgets
+                for s in systems
+            ]
+            rows.append(cells)
     if show_stale:
         cells = ["stale (superseded shown)", ""]
         cells += [str(tally.stale[(s, b)]) for b in budgets for s in systems]
@@ -489,10 +599,16 @@ def report(tally: Tally, budgets: Sequence[int], *, title: str, show_stale: bool
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "data", nargs="?", type=Path, default=None, help=f"LoCoMo JSON (default {DEFAULT_LOCOMO})"
+        "data",
+        nargs="?",
+        type=Path,
+        default=None,
+        help=f"LoCoMo JSON (default {DEFAULT_LOCOMO}); with --set beam, a BEAM tier's folder",
     )
-    parser.add_argument("--set", choices=("locomo", "agent"), default="locomo")
-    parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
+    parser.add_argument("--set", choices=("locomo", "agent", "beam"), default="locomo")
+    parser.add_argument(
+        "--budgets", default=None, help=f"default {BUDGETS}, with --set beam {BEAM_BUDGETS}"
+    )
     parser.add_argument("--no-baseline", action="store_true", help="skip the BM25 reference")
     parser.add_argument(
         "--keep-access",
@@ -519,8 +635,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="only the first N corpora")
     parser.add_argument("--seed", type=int, default=7, help="agent set seed")
     args = parser.parse_args(argv)
-    budgets = [int(b) for b in args.budgets.split(",")]
-    if args.set == "agent":
+    default = BEAM_BUDGETS if args.set == "beam" else BUDGETS
+    budgets = [int(b) for b in args.budgets.split(",")] if args.budgets else list(default)
+    if args.set == "beam":
+        from bench.beam import beam_corpora
+
+        if args.data is None or not args.data.is_dir():
+            parser.error("--set beam needs the folder of a BEAM tier, e.g. /tmp/beam/chats/500K")
+        corpora = beam_corpora(args.data.resolve())
+        title = f"BEAM {args.data.name}"
+    elif args.set == "agent":
         from bench.agentset import agent_corpora
 
         corpora = agent_corpora(seed=args.seed)
@@ -543,6 +667,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         jobs=args.jobs,
         layout_cost=args.layout_cost,
         min_score=args.min_score,
+        first_fit=args.set == "beam",
     )
     print(report(tally, budgets, title=title, show_stale=args.set == "agent"))
     print(f"({time.perf_counter() - started:.0f} s)")

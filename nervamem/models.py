@@ -80,6 +80,9 @@ class RecallItem:
     # Current memories that supersede the same node as this one (conflicts.py).
     conflicts_with: tuple[str, ...] = ()
     conflicts_with_short: tuple[str, ...] = ()
+    # A long memory shown by a passage (recall/passages.py): its (start, end) offsets into
+    # content; None when it is shown whole.
+    passage: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from .expansion import expand
 from .mask import KnownAt, mask_sql, until_known_sql
 from .node_cache import NodeFacts, for_recall, rivals_of, short_ids
 from .packing import pack
+from .passages import weigh_passages
 from .questions import damp_questions
 from .scoring import Scored, above_floor, top_k
 from .search import search
@@ -120,6 +121,7 @@ def run_recall(
     damp_questions(found.values())
     favour_times(found.values(), query)
     favour_decisions(found.values(), query)
+    weigh_passages(found.values(), query, budget_tokens)
     _renormalise(found.values())
     ranked = top_k(
         conn,
@@ -223,7 +225,7 @@ def _item_completer(
     sessions: bool = True,
     budget: int,
     facts: NodeFacts | None = None,
-) -> Callable[[int], RecallItem]:
+) -> Callable[[int, tuple[int, int] | None], RecallItem]:
     """The item of ``ranked[i]``, for packing. Sessions and short IDs (index lookups) only
     for what packing may show: it asks for an item when its content is new and could
     still fit; looked up as many at a time as the budget can show, then COMPLETE_LATER
@@ -240,7 +242,7 @@ def _item_completer(
     rival_mask = mask_sql(mask, "rival")
     server_chunk = COMPLETE_CHUNK_OF.get(storage.engine)
 
-    def complete(index: int) -> RecallItem:
+    def complete(index: int, passage: tuple[int, int] | None = None) -> RecallItem:
         if index not in looked_up:
             size = server_chunk or (COMPLETE_LATER if looked_up else _shown(budget))
             chunk = ranked[index : index + size]
@@ -284,6 +286,7 @@ def _item_completer(
             rejected=why[cand.id][1] if cand.id in why else (),
             conflicts_with=rivals.get(cand.id, ()),
             conflicts_with_short=tuple(short[r] for r in rivals.get(cand.id, ())),
+            passage=passage,
         )
 
     return complete

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from ..errors import BadInputError
 from ..visible import one_line
+from .passages import best_passage, passage_chars, query_stems
 from .tokens import CharTokenCounter, TokenCounter
 
 if TYPE_CHECKING:  # annotations only
@@ -156,8 +157,18 @@ def item_line(item: RecallItem, *, why: bool = True) -> str:
         if item.conflicts_with_short
         else ""
     )
-    line = f"- {item.short_id}{date}{conf}{until} {one_line(item.content)}{rivals}"
+    line = f"- {item.short_id}{date}{conf}{until} {shown_text(item)}{rivals}"
     return line + reasons(item) if why else line
+
+
+def shown_text(item: RecallItem) -> str:
+    """The content as the line shows it: whole, or its passage with ``…`` where it is cut."""
+    if item.passage is None:
+        return one_line(item.content)
+    start, end = item.passage
+    head = "…" if item.content[:start].strip() else ""
+    tail = "…" if item.content[end:].strip() else ""
+    return head + one_line(item.content[start:end]) + tail
 
 
 def reasons(item: RecallItem) -> str:
@@ -269,13 +280,14 @@ def pack(
     ranked: Sequence[Draft],
     budget: int,
     counter: TokenCounter,
-    complete: Callable[[int], RecallItem] | None = None,
+    complete: Callable[[int, tuple[int, int] | None], RecallItem] | None = None,
 ) -> tuple[list[RecallItem], str, int]:
     """Choose items (highest score first) and render them within ``budget`` tokens.
 
-    ``ranked`` holds RecallItems, or, with ``complete``, drafts: ``complete(i)`` returns
-    the whole item of ``ranked[i]``. It is called only for a draft whose content is new
-    and could still fit, so short IDs and sessions are looked up only for those; the
+    ``ranked`` holds RecallItems, or, with ``complete``, drafts: ``complete(i, passage)``
+    returns the whole item of ``ranked[i]``, shown by ``passage`` of its content when
+    that is long (recall/passages.py). It is called only for a draft whose content is
+    new and could still fit, so short IDs and sessions are looked up only for those; the
     choice is the same as with every item complete."""
     empty_text, empty_used = _finalize(query, as_of_label, [], budget, counter)
     if empty_used > budget:
@@ -292,17 +304,30 @@ def pack(
     shown: set[str] = set()
     terse: set[str] = set()  # decisions shown without their reasons
     floor = meter.least_cost(MIN_PIECE_CHARS)
+    stems = query_stems(query)
+    size = passage_chars(budget)
     for index, draft in enumerate(ranked):
         if floor is not None and meter.tokens + floor > budget:
             break  # not even the shortest item fits: every one below would be skipped
-        flat = one_line(draft.content)
+        passage = None if size is None else best_passage(draft.content, stems, size)
+        if passage is None:
+            flat = one_line(draft.content)
+        else:
+            flat = one_line(draft.content[passage[0] : passage[1]]) + "……"
         least = meter.least_cost(len(flat) + MIN_PIECE_CHARS)
         if least is not None and meter.tokens + least > budget:
             continue  # cannot fit, whatever its ID, date and footnote
         text = flat.lower()
         if text in shown:
             continue  # the same words again (a note repeated across sessions): shown once
-        item = complete(index) if complete else cast("RecallItem", draft)
+        if complete:
+            item = complete(index, passage)
+        else:
+            item = cast("RecallItem", draft)
+            if passage is not None:
+                from dataclasses import replace  # only here: recall itself passes complete
+
+                item = replace(item, passage=passage)
         key = group_key(item)
         extra = ""
         if item.kind not in kinds_present:

@@ -30,6 +30,13 @@ def _recall_item(item: RecallItem) -> dict[str, Any]:
         "short_id": item.short_id,
         "kind": item.kind,
         "content": item.content,
+        # A long memory shown by a passage: which characters of content the Markdown
+        # showed, and how long the whole is (``show`` gives it). None: shown whole.
+        "passage": (
+            None
+            if item.passage is None
+            else {"start": item.passage[0], "end": item.passage[1], "length": len(item.content)}
+        ),
         "score": item.score,
         "factors": {
             "relevance": item.relevance,

@@ -280,6 +280,55 @@ def test_quality_bench_scoring_and_agent_set_are_deterministic() -> None:
     ]
 
 
+def test_beam_counts_a_long_message_found_by_an_excerpt_of_300_characters(tmp_path) -> None:
+    import json
+
+    from bench.beam import beam_corpus
+    from bench.quality import best_possible, holds, score_text
+
+    long = " ".join(f"word{i}" for i in range(120))  # ~830 characters
+    assert holds("x " + long[100:400] + " y", long, 300)
+    assert not holds("x " + long[100:399] + " y", long, 300)  # 299 characters
+    assert not holds(long[:200] + " … " + long[200:400], long, 300)  # two short runs
+    assert not holds("short message"[:-1], "short message", 300)
+    # A folder shaped as one BEAM conversation (written here: no BEAM data in the repo).
+    chat = [
+        {
+            "batch_number": 1,
+            "time_anchor": None,
+            "turns": [
+                [
+                    {"role": "user", "id": 0, "time_anchor": "March-02-2024", "content": long},
+                    {"role": "assistant", "id": 1, "content": "the figure is 150 ms"},
+                    {"role": "user", "id": 2, "content": "the figure is now 90 ms"},
+                ]
+            ],
+        }
+    ]
+    questions = {
+        "abstention": [{"question": "nothing", "source_chat_ids": None}],
+        "knowledge_update": [
+            {
+                "question": "what is the figure",
+                "source_chat_ids": {"original_info": [1], "updated_info": [2]},
+            }
+        ],
+        "information_extraction": [{"question": "which words", "source_chat_ids": [0, 99]}],
+    }
+    (tmp_path / "probing_questions").mkdir()
+    (tmp_path / "chat.json").write_text(json.dumps(chat))
+    (tmp_path / "probing_questions" / "probing_questions.json").write_text(json.dumps(questions))
+    corpus = beam_corpus(tmp_path)
+    memories = corpus.sessions[0].memories
+    assert [m.valid_from for m in memories][:2] == ["2024-03-02T00:00:01Z", "2024-03-02T00:00:02Z"]
+    assert memories[1].content == "assistant: the figure is 150 ms"
+    update, extraction = corpus.questions  # abstention has no evidence: left out
+    assert update.forbidden == ("the figure is 150 ms",)
+    assert extraction.expected == (long,)
+    assert score_text("… " + long[-320:], extraction) == (1.0, 0)
+    assert score_text(best_possible(extraction, 200), extraction) == (1.0, 0)
+
+
 def test_specificity_prefers_a_particular_memory_over_routine_notes() -> None:
     routine = [f"ran the {svc} test suite all tests pass".split() for svc in "abcdef"]
     particular = "ledger appends double entry rows for every settled payment".split()
