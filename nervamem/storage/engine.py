@@ -142,6 +142,20 @@ class Storage(Protocol):
         (recall/access_counts.py); ``closing``: the last such commit, from close()."""
         ...
 
+    def write_access_counts(
+        self, rows: Sequence[tuple[int, str, str]], recalls: int, *, closing: bool = False
+    ) -> bool:
+        """Write recalls' batched access counts, ``rows`` of (accesses to add, the time
+        of the last, node ID), in a transaction of their own that does not wait for a
+        sync (the :meth:`commit_bookkeeping` of ``recalls`` recalls); whether it
+        committed. Best effort: False leaves them pending (recall/access_counts.py)."""
+        ...
+
+    def access_counts_writer(self) -> Callable[[Sequence[tuple[int, str, str]]], bool]:
+        """:meth:`write_access_counts` for a finalizer: holds the connection, not this
+        Storage, commits plainly and raises nothing."""
+        ...
+
 
 def dialect_of(conn: Connection) -> str:
     """The engine whose SQL ``conn`` speaks, for a function that has the connection

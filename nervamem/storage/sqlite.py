@@ -22,9 +22,10 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,6 +46,7 @@ from .migrations import MIGRATIONS, SCHEMA_VERSION
 if TYPE_CHECKING:
     from .checkpoint import Checkpointer
     from .event_log import EventLog
+    from .sqlite_access_counts import CountRow
     from .write_queue import WriteQueue
 
 DEFAULT_BUSY_TIMEOUT_MS = 15_000
@@ -481,6 +483,24 @@ class Storage(StorageBase):
             if not busy or time.monotonic() >= deadline:
                 return not busy
             time.sleep(0.02)
+
+    # How recall's batched access counts are written (sqlite_access_counts.py).
+
+    def write_access_counts(
+        self, rows: Sequence[CountRow], recalls: int, *, closing: bool = False
+    ) -> bool:
+        from .sqlite_access_counts import write_counts
+
+        def commit() -> None:
+            self.bookkeeping = True  # written outside a transaction(): see close()
+            self.commit_bookkeeping(recalls, closing=closing)
+
+        return write_counts(self.connection, rows, self.busy_timeout_ms, commit)
+
+    def access_counts_writer(self) -> Callable[[Sequence[CountRow]], bool]:
+        from .sqlite_access_counts import write_counts_left
+
+        return partial(write_counts_left, self.connection)
 
 
 def drop_index_samples(conn: sqlite3.Connection) -> None:
