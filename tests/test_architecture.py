@@ -137,20 +137,22 @@ def test_recall_module_map_names_every_module_in_import_order() -> None:
         assert imported <= set(listed[:position]), (name, imported - set(listed[:position]))
 
 
-# Modules that ask the Storage and TextIndex protocols for what differs between engines,
-# never which engine they are on (issue 32).
+# Modules that ask the Storage, TextIndex and GraphReads protocols for what differs
+# between engines, never which engine they are on (issue 32): all of recall, and entity
+# resolution.
 ENGINE_BLIND = (
-    "recall/search.py",
-    "recall/node_cache.py",
-    "recall/access_counts.py",
+    *sorted(p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "recall").glob("*.py")),
     "entities.py",
 )
+# An engine's name, the engine modules (the migrations' SQLite tables among them), or
+# the SQLite driver whose errors only an engine may catch.
 ENGINE_QUESTION = re.compile(
-    r"\.engine\b(?! import)|dialect_of|\bSQLITE\b|\bPOSTGRESQL\b|storage\.(sqlite|postgres)"
+    r"\.engine\b(?! import)|dialect_of|\bSQLITE\b|\bPOSTGRESQL\b"
+    r"|storage\.(sqlite|postgres|migrations)|\bimport sqlite3\b|\bsqlite3\."
 )
 
 
-def test_search_and_the_node_cache_never_ask_which_engine() -> None:
+def test_recall_and_entities_never_ask_which_engine() -> None:
     questions = {
         relative: ENGINE_QUESTION.findall((PACKAGE / relative).read_text(encoding="utf-8"))
         for relative in ENGINE_BLIND
