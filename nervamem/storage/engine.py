@@ -139,7 +139,7 @@ class Storage(Protocol):
 
     def commit_bookkeeping(self, recalls: int = 1, *, closing: bool = False) -> None:
         """COMMIT the access counts of ``recalls`` recalls, begun outside transaction()
-        (recall/access_counts.py); ``closing``: the last such commit, from close()."""
+        (by :meth:`write_access_counts`); ``closing``: the last such commit, from close()."""
         ...
 
     def write_access_counts(
