@@ -137,20 +137,22 @@ def test_recall_module_map_names_every_module_in_import_order() -> None:
         assert imported <= set(listed[:position]), (name, imported - set(listed[:position]))
 
 
-# Modules that ask the Storage and TextIndex protocols for what differs between engines,
-# never which engine they are on (issue 32).
+# Modules that ask the Storage, TextIndex and GraphReads protocols for what differs
+# between engines, never which engine they are on (issue 32): all of recall, and entity
+# resolution.
 ENGINE_BLIND = (
-    "recall/search.py",
-    "recall/node_cache.py",
-    "recall/access_counts.py",
+    *sorted(p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "recall").glob("*.py")),
     "entities.py",
 )
+# An engine's name, the engine modules (the migrations' SQLite tables among them), or
+# the SQLite driver whose errors only an engine may catch.
 ENGINE_QUESTION = re.compile(
-    r"\.engine\b(?! import)|dialect_of|\bSQLITE\b|\bPOSTGRESQL\b|storage\.(sqlite|postgres)"
+    r"\.engine\b(?! import)|dialect_of|\bSQLITE\b|\bPOSTGRESQL\b"
+    r"|storage\.(sqlite|postgres|migrations)|\bimport sqlite3\b|\bsqlite3\."
 )
 
 
-def test_search_and_the_node_cache_never_ask_which_engine() -> None:
+def test_recall_and_entities_never_ask_which_engine() -> None:
     questions = {
         relative: ENGINE_QUESTION.findall((PACKAGE / relative).read_text(encoding="utf-8"))
         for relative in ENGINE_BLIND
@@ -168,6 +170,7 @@ ENGINE_NEUTRAL = frozenset(
         "nervamem.storage.dbapi",
         "nervamem.storage.engine",
         "nervamem.storage.event_log",
+        "nervamem.storage.graph_reads",
         "nervamem.storage.rows",
         "nervamem.storage.text_index",
         "nervamem.storage.tokenizer",
@@ -179,15 +182,8 @@ ENGINE_NAMES = frozenset({"SQLITE", "POSTGRESQL", "dialect_of", "IGNORE_EXISTING
 # MemoryStore.engine: the public property that names the engine (API, `stats`), the
 # one place outside storage/ that reads it without choosing anything by it.
 PUBLIC_ENGINE_NAME = {"nervamem.store": 1}
-# Recall's expansion, candidates, session context and layout, still to move onto
-# capabilities of the Storage (issue 32): the checks they hold. Shrink it as they go.
-NOT_CONVERTED_YET = {
-    "nervamem.recall.api": 3,
-    "nervamem.recall.candidates": 7,
-    "nervamem.recall.expansion": 6,
-    "nervamem.recall.expansion_sqlite": 1,
-    "nervamem.recall.session_context": 5,
-}
+# Modules still asking which engine they are on: none since issue 32 (keep it empty).
+NOT_CONVERTED_YET: dict[str, int] = {}
 
 
 def engine_checks(source: str, current: str, is_package: bool) -> list[str]:

@@ -14,12 +14,12 @@ it in this list; none imports the CLI or a renderer):
                         the engine's text index (storage/text_index.py)
     questions.py        a memory that asks is answered by the one after it
     session_context.py  what was recorded next to a hit in its session
-    expansion_postgres.py  expansion's edge and row reads on PostgreSQL, one statement a hop
-    expansion_sqlite.py    the newest neighbours of a hub on SQLite (edges keyed by seq)
-    expansion.py        graph neighbours of the best candidates
+    expansion.py        graph neighbours of the best candidates, over the engine's
+                        graph reads (storage/graph_reads.py)
     sessions_rank.py    a session node ranks below the memories found
     topics.py           a query that names a topic is answered by the decision about it
     when.py             a question that asks for a time is answered by a memory that says when
+    passages.py         a long memory's passage: the window that holds the query's words
     scoring.py          relevance x recency x frequency x connectivity; the top k
     packing.py          the Markdown of a recall, packed within the budget
     validation.py       what recall and timeline refuse
@@ -33,6 +33,9 @@ Rules a reader must not break:
 * The temporal mask applies to search hits, session context and expanded neighbours
   alike (mask.py).
 * Nothing crosses a namespace: every query filters by it.
+* No module here asks which engine it is on or imports an engine's module: what
+  differs is a capability of the Storage, the text index or the graph reads
+  (tests/test_architecture.py, the import contracts in pyproject.toml).
 * The Markdown of a recall measures at most its budget under the configured counter
   (packing.py).
 

@@ -28,15 +28,15 @@ batched"). Rules a reader must not break:
 from __future__ import annotations
 
 import os
-import sqlite3
 import weakref
+from collections.abc import Callable, Sequence
 from time import monotonic
 from typing import TYPE_CHECKING, cast
 
 from .node_cache import counted
 
 if TYPE_CHECKING:
-    from ..storage.engine import Connection, Storage
+    from ..storage.engine import Storage
 
 # A flush after this many recalls, or once the oldest count waited this long (seconds),
 # whichever comes first. At 100k nodes a flush costs ~0.2 ms a recall it holds (an
@@ -66,7 +66,7 @@ class PendingCounts:
         self.since = 0.0  # monotonic() of the first recall counted
         # Written when the store is collected, or at the interpreter's exit, while open.
         self.finalizer = weakref.finalize(
-            storage, _write_left, storage.connection, self.added, self.last
+            storage, _write_left, storage.access_counts_writer(), self.added, self.last
         )
         _every_pending.add(self)
 
@@ -97,7 +97,8 @@ class PendingCounts:
         if storage is None:
             return
         written = dict(self.added)
-        if _write(storage.connection, self.added, self.last, (storage, self.recalls, closing)):
+        rows = _rows(self.added, self.last)
+        if storage.write_access_counts(rows, self.recalls, closing=closing):
             counted(storage, written)  # the cached rows hold the new counts too
             self.added.clear()
             self.last.clear()
@@ -125,52 +126,21 @@ if hasattr(os, "register_at_fork"):  # not on Windows
     os.register_at_fork(after_in_child=_forget_in_child)
 
 
-def _write(
-    conn: Connection,
+def _rows(added: dict[str, int], last: dict[str, str]) -> list[tuple[int, str, str]]:
+    """The UPDATE's parameters: accesses to add, the time of the last, the node's ID."""
+    return [(count, last[node_id], node_id) for node_id, count in added.items()]
+
+
+def _write_left(
+    write: Callable[[Sequence[tuple[int, str, str]]], bool],
     added: dict[str, int],
     last: dict[str, str],
-    committer: tuple[Storage, int, bool] | None,
-) -> bool:
-    """UPDATE the rows of ``added`` in one transaction; whether it committed.
-    ``committer``: the store that commits, for how many recalls, and whether it closes
-    (None: a plain COMMIT, from the finalizer)."""
-    rows = [(count, last[node_id], node_id) for node_id, count in added.items()]
-    synchronous = conn.execute("PRAGMA synchronous").fetchone()[0]
-    if committer is None:
-        busy_timeout = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
-    else:
-        busy_timeout = committer[0].busy_timeout_ms
-    try:
-        conn.execute("PRAGMA busy_timeout = 2000")
-        # An access count is not worth an fsync (~4 ms, more than the whole recall):
-        # NORMAL commits it to the WAL unsynced; the next synced commit or checkpoint
-        # makes it durable, and a power cut can at worst lose the count.
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(_UPDATE_MANY, rows)
-        if committer is None:
-            conn.execute("COMMIT")
-        else:
-            storage, recalls, closing = committer
-            storage.bookkeeping = True  # written outside a transaction(): see sqlite.close()
-            storage.commit_bookkeeping(recalls, closing=closing)
-        return True
-    except sqlite3.Error:
-        if getattr(conn, "in_transaction", False):  # sqlite3.Connection's
-            conn.execute("ROLLBACK")
-        return False
-    finally:
-        conn.execute(f"PRAGMA synchronous = {int(synchronous)}")
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout)}")
-
-
-def _write_left(conn: Connection, added: dict[str, int], last: dict[str, str]) -> None:
-    """The finalizer of a store collected or left open at exit with counts pending."""
+) -> None:
+    """The finalizer of a store collected or left open at exit with counts pending:
+    ``write`` is the engine's (Storage.access_counts_writer), holding the connection
+    but not the store."""
     if added:
-        try:
-            _write(conn, added, last, None)
-        except sqlite3.Error:  # e.g. a connection closed behind the store's back
-            pass
+        write(_rows(added, last))
 
 
 def pending_of(storage: Storage) -> dict[str, int] | None:

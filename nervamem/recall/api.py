@@ -16,7 +16,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..models import RecallItem, RecallResult
-from ..storage.engine import POSTGRESQL, Connection
+from ..storage.engine import Connection
+from ..storage.graph_reads import graph_reads_of
 from ..timeparse import format_time, parse_time, to_datetime
 from .access_counts import count_accesses, pending_of
 from .candidates import Candidate, any_sessions, reasons_of, sessions_of
@@ -46,10 +47,8 @@ if TYPE_CHECKING:
 # ~23 items looked up a recall instead of ~33 in chunks of 16 (bench/results.md, "Fewer
 # SQL statements").
 COMPLETE_LATER = 4
-# On a server each of a chunk's four lookups is a round trip, which costs more than the
-# rows: a chunk as large as a 500-token budget's packing usually asks for (~15 items
-# shown, ~35 asked) takes one round of them instead of two or three.
-COMPLETE_CHUNK_OF = {POSTGRESQL: 48}
+# Where each of a chunk's four lookups is a round trip, which costs more than the rows,
+# the engine sizes the chunks (GraphReads.lookups_per_batch).
 
 # Tokens of a typical item line (ID, date, confidence, footnote, a sentence of content).
 ITEM_TOKENS = 30
@@ -229,7 +228,7 @@ def _item_completer(
     """The item of ``ranked[i]``, for packing. Sessions and short IDs (index lookups) only
     for what packing may show: it asks for an item when its content is new and could
     still fit; looked up as many at a time as the budget can show, then COMPLETE_LATER
-    at a time (on a server COMPLETE_CHUNK_OF at a time).
+    at a time (on a server GraphReads.lookups_per_batch at a time).
     With ``known_at``, an item's valid_until is the one known then (supersessions
     recorded later left out). ``sessions`` False: the store has none
     (candidates.any_sessions), none is looked up. Short IDs that ``facts`` (the node
@@ -240,7 +239,7 @@ def _item_completer(
     looked_up: dict[int, tuple[Any, ...]] = {}
     # A rival is shown if recall could show it: the same temporal mask.
     rival_mask = mask_sql(mask, "rival")
-    server_chunk = COMPLETE_CHUNK_OF.get(storage.engine)
+    server_chunk = graph_reads_of(conn).lookups_per_batch
 
     def complete(index: int, passage: tuple[int, int] | None = None) -> RecallItem:
         if index not in looked_up:

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from ..storage.engine import POSTGRESQL, Connection, dialect_of, one_of
-from ..storage.sqlite.migrations import EDGE_KIND_CODES
+from ..storage.engine import Connection, one_of
+from ..storage.graph_reads import graph_reads_of
 from .node_cache import CACHED_COLUMNS_TAIL, admits, held, keep_fact
 
 if TYPE_CHECKING:
@@ -201,63 +201,18 @@ def reasons_of(
     return found
 
 
-# Each namespace of the store in turn (a skip-scan of mem_nodes_ns_kind: two index seeks
-# a namespace, none of the table), until one holds a session node.
-_ANY_SESSION = (
-    "WITH RECURSIVE spaces(name) AS (SELECT min(namespace) FROM mem_nodes UNION ALL "
-    "SELECT (SELECT min(namespace) FROM mem_nodes WHERE namespace > name) FROM spaces "
-    "WHERE name IS NOT NULL) SELECT 1 FROM spaces WHERE EXISTS (SELECT 1 FROM mem_nodes "
-    "WHERE namespace = spaces.name AND kind = 'session') LIMIT 1"
-)
-
-
 def any_sessions(conn: Connection) -> bool:
     """Whether the store holds a session node, in any namespace (what nervamem writes
     keeps a memory and its session in one namespace, sessions.py; an imported event need
     not, and asking for all costs a seek or two more), tombstoned or not. An OCCURRED_IN
     edge always ends at one (writing.py links a memory to the active session; a purge
     deletes a session's edges with it), so without one recall has no session to read or
-    show and skips its lookups: four statements of every recall on a store written
-    without sessions, ~0.4 ms at 1k and ~0.9 ms at 100k nodes (bench/results.md, "Fewer
-    SQL statements"), for ~7 us here. Asked on every recall, so a session started by
-    another process is seen at once. PostgreSQL answers True without asking: its
-    session lookups are one statement a stage there."""
-    if dialect_of(conn) == POSTGRESQL:
-        return True
-    return conn.execute(_ANY_SESSION).fetchone() is not None
-
-
-# SQLite: sessions straight from mem_links (m007) by the candidates' seqs, one seek of
-# its primary key a candidate (and the session's row); the mem_edges view would first
-# seek the ID index for each seq.
-_SESSIONS_BY_SEQ = (
-    "SELECT l.src, d.id FROM mem_links l JOIN mem_nodes d ON d.seq = l.dst "
-    f"WHERE l.kind = {EDGE_KIND_CODES.index('OCCURRED_IN')} AND l.src IN ({{seqs}})"
-)
+    show and skips its lookups (GraphReads.any_sessions: an engine may answer True
+    without asking). Asked on every recall, so a session started by another process is
+    seen at once."""
+    return graph_reads_of(conn).any_sessions()
 
 
 def sessions_of(conn: Connection, candidates: Sequence[Candidate]) -> dict[str, str]:
-    """The session each of ``candidates`` occurred in, by candidate ID (none: absent).
-    A candidate's seq and ID come from one row, so reading by seq on SQLite finds what
-    the mem_edges view finds by ID, ~1 us a candidate sooner (session context asks for
-    ~150)."""
-    found: dict[str, str] = {}
-    if dialect_of(conn) == POSTGRESQL:
-        ids = [c.id for c in candidates]
-        for start in range(0, len(ids), 500):
-            where, parameters = one_of(conn, "src", ids[start : start + 500])
-            for src, dst in conn.execute(
-                f"SELECT src, dst FROM mem_edges WHERE kind = 'OCCURRED_IN' AND {where}",
-                parameters,
-            ):
-                found[src] = dst
-        return found
-    id_of = {c.seq: c.id for c in candidates}
-    seqs = list(id_of)
-    for start in range(0, len(seqs), 500):
-        chunk = seqs[start : start + 500]
-        for src, dst in conn.execute(
-            _SESSIONS_BY_SEQ.format(seqs=",".join("?" * len(chunk))), chunk
-        ):
-            found[id_of[src]] = dst
-    return found
+    """The session each of ``candidates`` occurred in, by candidate ID (none: absent)."""
+    return graph_reads_of(conn).sessions_of([(c.id, c.seq) for c in candidates])

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from operator import attrgetter
 
-from ..storage.engine import POSTGRESQL, Connection, dialect_of, one_of
+from ..storage.engine import Connection, one_of
+from ..storage.graph_reads import graph_reads_of
 from .candidates import (
     NODE_COLUMNS,
     Candidate,
@@ -21,9 +22,8 @@ from .candidates import (
     candidate_of,
     degrees,
 )
-from .expansion_sqlite import neighbour_rows, newest_neighbours
 from .mask import KnownAt, mask_sql
-from .node_cache import CachedRow, NodeFacts, held, keep_fact
+from .node_cache import CACHED_COLUMNS_TAIL, CachedRow, NodeFacts, held, keep_fact
 
 EXPANSION_DECAY = 0.6
 # A cause or effect of a candidate (CAUSED, DERIVED_FROM) inherits CAUSAL_DECAY of its
@@ -40,21 +40,6 @@ EXPANSION_SEEDS = 30
 # (bounded by EXPANSION_FANOUT, newest first, so a hub entity cannot flood the result).
 # SUPERSEDES is left out: a superseded version is masked out anyway.
 EXPANSION_EDGES = ("ABOUT", "TOUCHES", "CAUSED", "DERIVED_FROM", "CONTRADICTS")
-
-# Newest neighbours first, one branch per edge kind and direction: each branch reads at
-# most EXPANSION_FANOUT index entries, so a hub entity with 50 000 ABOUT edges costs what a
-# leaf costs. (One "kind IN (...) ORDER BY ... LIMIT" would read and sort all of them.)
-# The union of the per-branch top rows holds the overall top rows, so the result is the same.
-NEIGHBOURS_SQL = (
-    " UNION ".join(
-        f"SELECT * FROM (SELECT {far} FROM mem_edges WHERE {near} = :id AND kind = '{kind}' "
-        f"ORDER BY {far} DESC LIMIT :fanout) AS b{index}"
-        for index, (kind, (near, far)) in enumerate(
-            (kind, pair) for kind in EXPANSION_EDGES for pair in (("src", "dst"), ("dst", "src"))
-        )
-    )
-    + " ORDER BY 1 DESC LIMIT :fanout"
-)
 
 
 def expand(
@@ -135,15 +120,21 @@ def edges_of(
     mask_params: list[str],
     facts: NodeFacts | None = None,
 ) -> tuple[Mapping[str, Sequence[str]], set[tuple[str, str]], dict[str, NodeRow] | None]:
-    """:func:`neighbours` and :func:`causal_pairs` of a frontier, and on PostgreSQL the
-    neighbours' rows that the mask admits: there one statement does it all
-    (expansion_postgres.py), as a round trip costs more than the statement. None: read
-    the rows with _fetch_masked."""
-    if dialect_of(conn) == POSTGRESQL:
-        from .expansion_postgres import frontier_edges, frontier_sql
-
-        sql = frontier_sql(EXPANSION_EDGES, CAUSAL_EDGES, EXPANSION_FANOUT)
-        return frontier_edges(conn, sql, ids, namespace, mask, mask_params)
+    """:func:`neighbours` and :func:`causal_pairs` of a frontier, and where the engine
+    reads a frontier in one statement (GraphReads.frontier: where a round trip costs
+    more than the statement) the neighbours' rows that the mask admits. None: read the
+    rows with _fetch_masked."""
+    in_one = graph_reads_of(conn).frontier(
+        ids,
+        EXPANSION_EDGES,
+        CAUSAL_EDGES,
+        EXPANSION_FANOUT,
+        NODE_COLUMNS,
+        namespace,
+        (mask, mask_params),
+    )
+    if in_one is not None:
+        return in_one
     return neighbours(conn, ids, facts), causal_pairs(conn, ids, facts), None
 
 
@@ -181,7 +172,7 @@ def causal_pairs(
 
 # A node with at most this many edges (every kind) has its neighbours read in one batch
 # with the other small nodes of a hop; a bigger one (entity hubs, sessions) through
-# NEIGHBOURS_SQL, which reads only its newest rows per edge kind.
+# GraphReads.newest_neighbours, which reads only its newest rows per edge kind.
 BATCH_DEGREE = 64
 
 
@@ -189,7 +180,7 @@ def neighbours(
     conn: Connection, ids: Sequence[str], facts: NodeFacts | None = None
 ) -> Mapping[str, Sequence[str]]:
     """The EXPANSION_FANOUT newest neighbours of each node over EXPANSION_EDGES, both
-    directions (what NEIGHBOURS_SQL returns for it), for a whole frontier at once: one
+    directions (what GraphReads.newest_neighbours returns for it), for a whole frontier at once: one
     statement for the small nodes instead of one per node. Those ``facts`` holds are
     not read again."""
     known: dict[str, tuple[str, ...]] = {}
@@ -198,6 +189,7 @@ def neighbours(
         if not unknown:
             return known
         ids = unknown
+    graph = graph_reads_of(conn)
     degree = degrees(conn, ids, facts)
     small = [node_id for node_id in dict.fromkeys(ids) if degree.get(node_id, 0) <= BATCH_DEGREE]
     found: dict[str, set[str]] = {node_id: set() for node_id in small}
@@ -208,7 +200,9 @@ def neighbours(
         id_of = {seq: node_id for node_id in small if (seq := facts.ids.get(node_id))}
         if id_of:
             causal: dict[str, list[str]] = {node_id: [] for node_id in id_of.values()}
-            for seq, kind, row in neighbour_rows(conn, list(id_of), EXPANSION_EDGES):
+            for seq, kind, row in graph.neighbour_rows(
+                list(id_of), EXPANSION_EDGES, NODE_COLUMNS + CACHED_COLUMNS_TAIL
+            ):
                 found[id_of[seq]].add(row[0])
                 rows[row[0]] = row
                 if kind in CAUSAL_EDGES:
@@ -229,19 +223,9 @@ def neighbours(
     result: dict[str, Sequence[str]] = {
         node_id: sorted(near, reverse=True)[:EXPANSION_FANOUT] for node_id, near in found.items()
     }
-    sqlite = dialect_of(conn) != POSTGRESQL
     for node_id in ids:
         if node_id not in result:
-            result[node_id] = (
-                newest_neighbours(conn, node_id, EXPANSION_EDGES, EXPANSION_FANOUT)
-                if sqlite
-                else [
-                    row[0]
-                    for row in conn.execute(
-                        NEIGHBOURS_SQL, {"id": node_id, "fanout": EXPANSION_FANOUT}
-                    )
-                ]
-            )
+            result[node_id] = graph.newest_neighbours(node_id, EXPANSION_EDGES, EXPANSION_FANOUT)
     if facts is not None:
         for node_id, near in result.items():
             # A tuple of strings, which the cyclic GC stops tracking (a list it walks

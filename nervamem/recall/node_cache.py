@@ -42,7 +42,7 @@ from sys import intern
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .. import conflicts, nodes
-from ..kinds import EDGE_KINDS
+from ..storage.graph_reads import graph_reads_of
 
 if TYPE_CHECKING:
     from ..storage.engine import Connection, Storage
@@ -517,15 +517,6 @@ def short_ids(storage: Storage, facts: NodeFacts | None, ids: Sequence[str]) -> 
     return known
 
 
-# Which of the nodes (by seq) supersede any node: only those can have a rival.
-_SUCCESSORS = (
-    "SELECT DISTINCT src FROM mem_links "
-    # mem_links' code of a kind is its place in EDGE_KINDS (m007's frozen copy is the
-    # same list: tests/test_architecture.py).
-    f"WHERE kind = {EDGE_KINDS.index('SUPERSEDES')} AND src IN ({{seqs}})"
-)
-
-
 def rivals_of(
     conn: Connection, facts: NodeFacts | None, ids: Sequence[str], mask: tuple[str, list[str]]
 ) -> dict[str, tuple[str, ...]]:
@@ -542,12 +533,7 @@ def rivals_of(
         seq_of = facts.ids.get
         id_of = {seq: node_id for node_id in unknown if (seq := seq_of(node_id))}
         if id_of:
-            successors = {
-                id_of[seq]
-                for (seq,) in conn.execute(
-                    _SUCCESSORS.format(seqs=",".join("?" * len(id_of))), list(id_of)
-                )
-            }
+            successors = {id_of[seq] for seq in graph_reads_of(conn).superseding(list(id_of))}
             for node_id in id_of.values():
                 known[node_id] = node_id in successors
                 keep_fact(facts.supersedes, node_id, known[node_id])

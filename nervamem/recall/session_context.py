@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
-from ..storage.engine import POSTGRESQL, Connection, dialect_of
-from ..storage.sqlite.migrations import EDGE_KIND_CODES
+from ..storage.engine import Connection
+from ..storage.graph_reads import graph_reads_of
 from .candidates import NODE_COLUMNS, Candidate, NodeRow, sessions_of
 from .mask import KnownAt, mask_sql
 from .questions import QUESTION_SHARE, asks
@@ -149,27 +149,6 @@ def _normalised(result: dict[str, Candidate]) -> dict[str, Candidate]:
     return result
 
 
-_WINDOW_ROWS = (
-    f"SELECT {NODE_COLUMNS}, e.dst FROM mem_nodes n JOIN mem_edges e "
-    "ON e.src = n.id AND e.kind = 'OCCURRED_IN' WHERE n.seq {seqs} "
-    "AND +n.namespace = ? AND {mask}"
-)
-# SQLite: the same rows with mem_links (m007) read by each row's seq, instead of the
-# mem_edges view's seek of the ID index for it (~180 rows a recall, ~1 us each).
-_WINDOW_ROWS_SQLITE = (
-    f"SELECT {NODE_COLUMNS}, s.id FROM mem_nodes n JOIN mem_links l ON l.src = n.seq "
-    f"AND l.kind = {EDGE_KIND_CODES.index('OCCURRED_IN')} JOIN mem_nodes s ON s.seq = l.dst "
-    "WHERE n.seq {seqs} AND +n.namespace = ? AND {mask}"
-)
-# PostgreSQL: the seeds' sessions and their windows in one statement (one round trip
-# instead of two): the seqs around each seed that has an OCCURRED_IN edge.
-_SEEDS_IN_SESSIONS = (
-    "IN (SELECT s.seq + d.d FROM unnest(?::text[], ?::bigint[]) AS s(id, seq) "
-    "JOIN mem_edges se ON se.src = s.id AND se.kind = 'OCCURRED_IN' "
-    f"CROSS JOIN generate_series({-CONTEXT_SPAN}, {CONTEXT_SPAN}) AS d(d))"
-)
-
-
 def _windows(
     conn: Connection,
     namespace: str,
@@ -181,30 +160,13 @@ def _windows(
     CONTEXT_SPAN places of seq around those seeds, and the IDs whose sessions are known
     now (in one or in none). Only a seed in a session has context: the windows of the
     others are not read (a store written without sessions reads none). A seed passed
-    the same mask, so it is among its window's rows. SQLite looks up the sessions of
-    every candidate in ``found`` at once (seeds among them): one statement instead of
-    two, the same candidates."""
-    mask, mask_params = mask_sql(as_of)
-    if dialect_of(conn) == POSTGRESQL:
-        rows = conn.execute(
-            _WINDOW_ROWS.format(seqs=_SEEDS_IN_SESSIONS, mask=mask),
-            [[c.id for c in seeds], [c.seq for c in seeds], namespace, *mask_params],
-        ).fetchall()
-        ids = {c.id for c in seeds}
-        return {row[0]: row[-1] for row in rows if row[0] in ids}, rows, ids
-    session_of = sessions_of(conn, list(found.values()))
-    wanted = sorted(
-        {
-            c.seq + d
-            for c in seeds
-            if c.id in session_of
-            for d in range(-CONTEXT_SPAN, CONTEXT_SPAN + 1)
-        }
+    the same mask, so it is among its window's rows. An engine may look up the sessions
+    of every candidate in ``found`` at once (seeds among them: GraphReads.session_windows)."""
+    return graph_reads_of(conn).session_windows(
+        [(c.id, c.seq) for c in seeds],
+        [(c.id, c.seq) for c in found.values()],
+        CONTEXT_SPAN,
+        NODE_COLUMNS,
+        namespace,
+        mask_sql(as_of),
     )
-    if not wanted:
-        return session_of, [], set(found)
-    seqs = f"IN ({','.join('?' * len(wanted))})"
-    rows = conn.execute(
-        _WINDOW_ROWS_SQLITE.format(seqs=seqs, mask=mask), [*wanted, namespace, *mask_params]
-    ).fetchall()
-    return session_of, rows, set(found)

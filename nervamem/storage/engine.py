@@ -189,7 +189,21 @@ class Storage(Protocol):
 
     def commit_bookkeeping(self, recalls: int = 1, *, closing: bool = False) -> None:
         """COMMIT the access counts of ``recalls`` recalls, begun outside transaction()
-        (recall/access_counts.py); ``closing``: the last such commit, from close()."""
+        (by :meth:`write_access_counts`); ``closing``: the last such commit, from close()."""
+        ...
+
+    def write_access_counts(
+        self, rows: Sequence[tuple[int, str, str]], recalls: int, *, closing: bool = False
+    ) -> bool:
+        """Write recalls' batched access counts, ``rows`` of (accesses to add, the time
+        of the last, node ID), in a transaction of their own that does not wait for a
+        sync (the :meth:`commit_bookkeeping` of ``recalls`` recalls); whether it
+        committed. Best effort: False leaves them pending (recall/access_counts.py)."""
+        ...
+
+    def access_counts_writer(self) -> Callable[[Sequence[tuple[int, str, str]]], bool]:
+        """:meth:`write_access_counts` for a finalizer: holds the connection, not this
+        Storage, commits plainly and raises nothing."""
         ...
 
 

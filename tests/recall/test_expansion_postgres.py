@@ -1,4 +1,4 @@
-"""Expansion's one-statement read on PostgreSQL (recall/expansion_postgres.py) answers
+"""Expansion's one-statement read on PostgreSQL (storage/postgres/graph_reads.py) answers
 what expansion.py's per-seed reads answer on the same server: the EXPANSION_FANOUT
 newest neighbours of each seed (hub entities with more than BATCH_DEGREE edges
 included), which of them are causes or effects, and the rows the mask admits."""

@@ -1,7 +1,7 @@
 """SQLite's edges and degrees keyed by node seq (migrations.m007_edges_by_seq): a store
 written before the migration keeps its edges, degrees, export and shared state; the
 views answer as the tables did; a hub's newest neighbours are the same by either read
-(recall/expansion_sqlite.py)."""
+(storage/sqlite/graph_reads.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from nervamem import MemoryStore
 from nervamem.recall.expansion import EXPANSION_EDGES, EXPANSION_FANOUT
-from nervamem.recall.expansion_sqlite import newest_neighbours
 from nervamem.storage import sqlite
 from nervamem.storage.sqlite import migrations
 from nervamem.storage.sqlite import sql as sqlite_sql
+from nervamem.storage.sqlite.graph_reads import newest_neighbours
 from nervamem.storage.sqlite.migrations import DEGREE_KEPT_ABOVE, SCHEMA_VERSION
 from nervamem.writing import NewMemory
 from tests.conftest import FakeClock

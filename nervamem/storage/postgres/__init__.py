@@ -565,6 +565,25 @@ class PostgresStorage(StorageBase):
         ).fetchone()
         return int(row[0])
 
+    # How recall's access counts would be written in a batch: never here, as
+    # count_accesses_now writes them at once; best effort, as those.
+
+    def write_access_counts(
+        self, rows: Sequence[tuple[int, str, str]], recalls: int, *, closing: bool = False
+    ) -> bool:
+        try:
+            self.connection.executemany(
+                "UPDATE mem_nodes SET access_count = access_count + ?, last_accessed = ? "
+                "WHERE id = ?",
+                rows,
+            )
+        except StoreError:  # DatabaseFault included: best effort
+            return False
+        return True
+
+    def access_counts_writer(self) -> Callable[[Sequence[tuple[int, str, str]]], bool]:
+        return lambda rows: True  # nothing is ever left pending
+
 
 def refresh_statistics(conn: Connection) -> None:
     """After a bulk write: ANALYZE the tables the write path reads by key when the

@@ -22,9 +22,10 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,7 @@ from .sql import FRAGMENTS, insert_rows, max_variables, widen_cache
 
 if TYPE_CHECKING:
     from ..event_log import EventLog
+    from .access_counts import CountRow
     from .checkpoint import Checkpointer
     from .write_queue import WriteQueue
 
@@ -510,6 +512,24 @@ class Storage(StorageBase):
             if not busy or time.monotonic() >= deadline:
                 return not busy
             time.sleep(0.02)
+
+    # How recall's batched access counts are written (sqlite/access_counts.py).
+
+    def write_access_counts(
+        self, rows: Sequence[CountRow], recalls: int, *, closing: bool = False
+    ) -> bool:
+        from .access_counts import write_counts
+
+        def commit() -> None:
+            self.bookkeeping = True  # written outside a transaction(): see close()
+            self.commit_bookkeeping(recalls, closing=closing)
+
+        return write_counts(self.connection, rows, self.busy_timeout_ms, commit)
+
+    def access_counts_writer(self) -> Callable[[Sequence[CountRow]], bool]:
+        from .access_counts import write_counts_left
+
+        return partial(write_counts_left, self.connection)
 
 
 def drop_index_samples(conn: sqlite3.Connection) -> None:
