@@ -151,7 +151,7 @@ def duplicates_folded_into(storage: Storage, node_id: str) -> tuple[str, ...]:
 def hand_over_aliases(storage: Storage, owned: list[tuple[str, str]]) -> None:
     """The aliases a purged entity owned go to the entity that claims them next: of
     the entities left whose names give that alias, the one with the largest ID (the
-    rule of a shared store's import, sharing.py). Without this, a clone that purged
+    rule of a shared store's import, team/apply.py). Without this, a clone that purged
     the owner kept no alias for the name while a clone that never held the owner kept
     the other entity's: two clones with the same events in different states."""
     from .entities import alias_forms

@@ -165,7 +165,7 @@ END $$""",
     "CREATE TRIGGER mem_nodes_degree_delete AFTER DELETE ON mem_nodes "
     "REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT "
     "EXECUTE FUNCTION mem_nodes_degree_delete()",
-    # The bookkeeping of an import of a shared store's events (sharing.py).
+    # The bookkeeping of an import of a shared store's events (team/exchange.py).
     'CREATE TABLE mem_events (id text COLLATE "C" PRIMARY KEY, recorded_at text NOT NULL)',
     'CREATE TABLE mem_event_folders (folder text COLLATE "C" PRIMARY KEY, stamp text NOT NULL)',
     'CREATE TABLE mem_event_journal (id text COLLATE "C" PRIMARY KEY, boot text NOT NULL, '

@@ -1,5 +1,5 @@
 """The text index of the PostgreSQL engine (text_index.TextIndex): the term tables of
-postgres_search.py, read so that they answer as FTS5's ``mem_fts`` does on SQLite.
+postgres/search.py, read so that they answer as FTS5's ``mem_fts`` does on SQLite.
 
 The same data ranks the same on both engines, because everything FTS5 gives recall is
 rebuilt here from the same terms (tokenizer.py, FTS5's tokenizer in Python):
