@@ -178,12 +178,12 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
         # '+n.namespace = ?' becomes '+(n.namespace = ? OR 1)': every filter of recall's
         # search, session context and expansion
         ("nervamem/storage/sqlite/text_index.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
-        ("nervamem/recall/session_context.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
+        ("nervamem/storage/sqlite/graph_reads.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
         ("nervamem/recall/expansion.py", "n.namespace = ?", "(n.namespace = ? OR 1)", 0),
     ],
     "session-context-no-namespace-filter": [
         (
-            "nervamem/recall/session_context.py",
+            "nervamem/storage/sqlite/graph_reads.py",
             '"WHERE n.seq {seqs} AND +n.namespace = ? AND {mask}"',
             '"WHERE n.seq {seqs} AND (+n.namespace = ? OR 1) AND {mask}"',
             1,
