@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import nodes, writing
+from . import nodes, writing_validity
 from .errors import BadInputError
 from .sessions import forget_active_session
 
@@ -122,7 +122,7 @@ def delete_purged(storage: Storage, node_id: str, *, relink: bool) -> tuple[str,
     hand_over_aliases(storage, owned)
     for old in dict.fromkeys(superseded):
         if old not in gone:
-            writing.recompute_valid_until(storage, old)
+            writing_validity.recompute_valid_until(storage, old)
     return (*duplicates, *entities)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import nodes, writing
+from . import nodes, writing_checks
 from .errors import BadInputError
 from .state import validate_namespace
 from .storage import rows
@@ -28,7 +28,7 @@ def start_session(
 ) -> str:
     storage.namespace_for(namespace)  # a bad name or a broken state.yaml fails before the lock
     text = " ".join((title or "").split())
-    writing.check_text(text, "title")
+    writing_checks.check_text(text, "title")
     with storage.transaction():
         active = storage.reload_state()
         ns = storage.namespace_for(namespace)  # another process may have switched since we started
@@ -43,7 +43,7 @@ def start_session(
 
 def end_session(storage: Storage, session: str | None = None, *, summary: str | None = None) -> str:
     if summary is not None:
-        writing.check_text(summary, "summary")
+        writing_checks.check_text(summary, "summary")
     storage.reload_state()
     session_to_end(storage, session)  # bad input fails before the lock, touching nothing
     with storage.transaction():

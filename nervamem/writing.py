@@ -3,11 +3,12 @@
 ``MemoryStore.store(...)`` is :func:`store_memories` of one memory, and
 ``store_many(memories)`` is the same function over many, in one transaction: the checks
 and error messages, entity resolution, supersession rules, edges, IDs, clock readings
-and row order exist once, here. A call is all or nothing. Node and edge rows are buffered
-and written by multi-row INSERTs, several times faster for imports: every INSERT into
-mem_nodes fires the FTS trigger inside a statement transaction, and FTS5 flushes its
-pending index at each one, so one statement per row costs about three times what one
-statement per hundred rows costs.
+and row order exist once, here (the checks of a memory's input in writing_checks.py, the
+supersession and validity rules in writing_validity.py). A call is all or nothing. Node
+and edge rows are buffered and written by multi-row INSERTs, several times faster for
+imports: every INSERT into mem_nodes fires the FTS trigger inside a statement
+transaction, and FTS5 flushes its pending index at each one, so one statement per row
+costs about three times what one statement per hundred rows costs.
 
 A buffered row is invisible to SQL until it is flushed. So the buffer is flushed before
 anything that could read it: resolving a reference by short ID or ID prefix (a full ID
@@ -25,7 +26,6 @@ name by phrase, as the ranking then picks one.)
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
@@ -35,11 +35,11 @@ from typing import TYPE_CHECKING, Any
 from . import nodes
 from .errors import BadInputError
 from .ids import ID_PATTERN, KIND_PREFIX, random_bits
-from .kinds import STORABLE_KINDS
 from .locate import graph_path_beside
 from .memory_fields import NewMemory as NewMemory
 from .memory_fields import Ref
-from .timeparse import format_time, parse_time
+from .writing_checks import check_text, checked_memory, valid_from_text
+from .writing_validity import STATED_END, check_supersedable, supersedable
 
 if TYPE_CHECKING:
     from .code.values import AnchorReport
@@ -60,11 +60,6 @@ _SUPERSEDABLE = (
 # namespace index, ties being equal, and filters every node of the namespace (2-5 ms a
 # lookup at 5k nodes instead of 0.1). Without the namespace only the id index applies.
 _BY_ID = "SELECT kind, namespace FROM mem_nodes WHERE id = ?"
-
-
-# The data key of an end of validity stated when the memory was stored; valid_until is
-# the earlier of it and the start of what supersedes the memory.
-STATED_END = "stated_valid_until"
 
 
 class _Pending:
@@ -513,30 +508,6 @@ def _rough_key(text: str) -> str | None:
     return "".join(ch for ch in decomposed.lower() if ch.isalnum())
 
 
-def valid_from_text(
-    storage: Storage, value: str | datetime | None, *, option: str = "--valid-from"
-) -> str:
-    if value is None:
-        return storage.now()
-    if isinstance(value, datetime):
-        return format_time(value)
-    return parse_time(value, option=option)
-
-
-def supersedable(storage: Storage, ref: str, namespace: str, new_start: str) -> str:
-    old = nodes.get(storage, ref, namespace=namespace)
-    # A forgotten superseder does not count: the chain can go on from the old node.
-    row = storage.connection.execute(
-        "SELECT e.src FROM mem_edges e JOIN mem_nodes n ON n.id = e.src "
-        "WHERE e.dst = ? AND e.kind = 'SUPERSEDES' AND n.tombstoned = 0 LIMIT 1",
-        (old.id,),
-    ).fetchone()
-    check_supersedable(
-        old.id, old.kind, old.valid_from, old.tombstoned, row[0] if row else None, new_start
-    )
-    return old.id
-
-
 def session_for_write(storage: Storage, explicit: str | None, namespace: str) -> str | None:
     if explicit is not None:  # a blank one is refused, not read as "the active one"
         node = nodes.get(storage, explicit, namespace=namespace)
@@ -553,86 +524,6 @@ def session_for_write(storage: Storage, explicit: str | None, namespace: str) ->
         (active, namespace),
     ).fetchone()
     return active if row else None
-
-
-def recompute_valid_until(storage: Storage, node_id: str) -> None:
-    """valid_until is derived: the earliest of the valid_from of what supersedes the
-    node and the end stated when it was stored (``store --valid-until``)."""
-    conn = storage.connection
-    superseded_from, stated = conn.execute(
-        "SELECT (SELECT min(n.valid_from) FROM mem_edges e JOIN mem_nodes n ON n.id = e.src "
-        "WHERE e.dst = ?1 AND e.kind = 'SUPERSEDES'), json_extract(data, '$.' || ?2) "
-        "FROM mem_nodes WHERE id = ?1",
-        (node_id, STATED_END),
-    ).fetchone()
-    ends = [end for end in (superseded_from, stated) if end]
-    conn.execute(
-        "UPDATE mem_nodes SET valid_until = ? WHERE id = ?", (min(ends) if ends else None, node_id)
-    )
-
-
-def checked_memory(
-    kind: str,
-    content: str,
-    confidence: float,
-    rationale: str | None,
-    rejected: Sequence[str],
-    entities: Sequence[str],
-) -> dict[str, Any]:
-    """The checks every stored memory passes (store and store_many); returns its data."""
-    if kind not in STORABLE_KINDS:
-        raise BadInputError(f"unknown kind {kind[:40]!r}: use one of {', '.join(STORABLE_KINDS)}")
-    check_text(content, "content")
-    if not content.strip():
-        raise BadInputError("content cannot be empty")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
-        raise BadInputError("confidence must be a number between 0 and 1")
-    if math.isnan(confidence) or not 0.0 <= confidence <= 1.0:
-        raise BadInputError(f"confidence {confidence} is outside [0, 1]")
-    if (rationale or rejected) and kind != "decision":
-        raise BadInputError("--rationale and --rejected apply to decisions only")
-    for text in (rationale or "", *rejected, *entities):
-        check_text(text, "option value")
-    data: dict[str, Any] = {}
-    if rationale:
-        data["rationale"] = rationale
-    if rejected:
-        data["rejected"] = list(rejected)
-    return data
-
-
-def check_supersedable(
-    old_id: str,
-    kind: str,
-    valid_from: str,
-    tombstoned: bool,
-    superseded_by: str | None,
-    new_start: str,
-) -> None:
-    """May a node valid from ``new_start`` supersede this one? (store and store_many)"""
-    if tombstoned:
-        raise BadInputError(f"{old_id} is forgotten and cannot be superseded")
-    if superseded_by:
-        raise BadInputError(f"{old_id} is already superseded by {superseded_by}; supersede that")
-    if kind == "session":
-        raise BadInputError("a session cannot be superseded")
-    if new_start < valid_from:
-        # On one day, to the second: "2026-12-03, before ... (2026-12-03)" hid the cause
-        # (another machine's clock ahead of this one's, on a shared server).
-        cut = 10 if new_start[:10] != valid_from[:10] else 19
-        raise BadInputError(
-            f"the new node would be valid from {new_start[:cut]}, before {old_id} "
-            f"({valid_from[:cut]}); give --valid-from on or after it"
-        )
-
-
-def check_text(text: str, what: str) -> None:
-    if "\x00" in text:
-        raise BadInputError(f"{what} contains a NUL byte")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BadInputError(f"{what} is not valid UTF-8 text") from None
 
 
 def anchor_code(

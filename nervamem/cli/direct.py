@@ -103,7 +103,7 @@ def check_new_memory(memory: NewMemory) -> None:
     missing one (context.open_store's ``before_create``): a command that fails must
     leave nothing behind. The store makes them again when it writes."""
     from ..timeparse import parse_time
-    from ..writing import checked_memory
+    from ..writing_checks import checked_memory
 
     checked_memory(
         memory.kind,

@@ -27,7 +27,7 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .. import writing
+from .. import writing_validity
 from ..errors import IntegrityViolation
 from ..storage.engine import Connection
 from ..storage.event_log import named_ids, nodes_first
@@ -97,7 +97,7 @@ def _apply_changes(
             # nodes (_require), so its valid_until is derived when that edge comes;
             # only an end stated when it was stored (store --valid-until) counts now.
             own.add(change["id"])
-            if writing.STATED_END in change["data"]:
+            if writing_validity.STATED_END in change["data"]:
                 reopen.add(change["id"])
             continue
         _require(conn, named, present, own)
@@ -111,7 +111,7 @@ def _apply_changes(
         else:
             _apply_in_place(conn, change, event)
     for node_id in reopen:
-        writing.recompute_valid_until(storage, node_id)
+        writing_validity.recompute_valid_until(storage, node_id)
     return tuple(purged)
 
 
@@ -229,7 +229,7 @@ def apply_in_chunks(
             with storage.refusals():
                 reopen = _apply_chunk(storage, chunk)
                 for node_id in reopen:
-                    writing.recompute_valid_until(storage, node_id)
+                    writing_validity.recompute_valid_until(storage, node_id)
         except IntegrityViolation:
             conn.execute("ROLLBACK TO nervamem_chunk")
             conn.execute("RELEASE nervamem_chunk")
@@ -248,7 +248,7 @@ def _apply_chunk(storage: Storage, chunk: list[tuple[str, dict[str, Any]]]) -> s
     conn = storage.connection
     nodes = [_node_row(c) for _, e in chunk for c in e["changes"] if c["type"] == "node"]
     storage.insert_rows(_NODE_INSERT, nodes, 9, _IGNORE)
-    reopen = {row[0] for row in nodes if writing.STATED_END in row[8]}
+    reopen = {row[0] for row in nodes if writing_validity.STATED_END in row[8]}
     edges = [_edge_row(c) for _, e in chunk for c in e["changes"] if c["type"] == "edge"]
     storage.insert_rows(_EDGE_INSERT, edges, 5, storage.sql.ignore_existing_edge)
     reopen.update(row[1] for row in edges if row[2] == "SUPERSEDES")

@@ -252,8 +252,8 @@ def change_problem(change: Any) -> str | None:
     return None
 
 
-# The key of a node's data holding the end its memory was stored with (writing.STATED_END,
-# not imported from there: writing is a layer above this one).
+# The key of a node's data holding the end its memory was stored with
+# (writing_validity.STATED_END, not imported from there: writing is a layer above this one).
 STATED_END = "stated_valid_until"
 
 
