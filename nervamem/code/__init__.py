@@ -54,6 +54,7 @@ Modules, each importing only those above it (none imports the CLI or the rendere
 * :mod:`values` — the frozen dataclasses returned, and the staleness reasons;
 * :mod:`languages` — which suffix is which language, and its grammar package;
 * :mod:`symbols` — Python source to symbols and their hashes;
+* :mod:`treesitter_nodes` — the node helpers the tree-sitter walkers share;
 * :mod:`treesitter` — Go, Rust, Java, TypeScript, JavaScript source to the same symbols;
 * :mod:`parsing` — a file to its symbols in whichever language;
 * :mod:`files` — which source files a repository has, and the paths recorded;

@@ -24,15 +24,14 @@ Invariants a reader must not break:
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from .graph_file import NOT_IN_GRAPHML
 from .languages import GO, JAVA, RUST, SourceLanguage
 from .symbols import hash_lines, module_name
-from .tokens import TokenStream
+from .treesitter_nodes import COMMENTS, Symbols, leading, node_name, node_text, type_name
 from .values import CodeSymbol
 
 if TYPE_CHECKING:
@@ -80,7 +79,7 @@ def tree_symbols(file_path: str, data: bytes, language: SourceLanguage) -> list[
         module = _java_package(root)
     else:
         module = module_name(file_path)
-    out = _Symbols(file_path, module, lines, language.separator, _DIALECTS.get(language, "script"))
+    out = Symbols(file_path, module, lines, language.separator, _DIALECTS.get(language, "script"))
     module_symbol = CodeSymbol(
         node_id=file_path,
         file_path=file_path,
@@ -117,73 +116,6 @@ def _rows(data: bytes) -> list[bytes]:
     return [row[:-1] if row.endswith(b"\r") else row for row in rows]
 
 
-class _Symbols:
-    """The symbols of one file as a walker finds them."""
-
-    def __init__(
-        self, file_path: str, module: str, lines: list[bytes], separator: str, dialect: str
-    ) -> None:
-        self.file_path = file_path
-        self.tokens = TokenStream(lines, dialect)
-        self.module = module
-        self.lines = lines
-        self.separator = separator
-        self.symbols: list[CodeSymbol] = []
-        self._seen: dict[str, int] = {}
-
-    def add(
-        self,
-        kind: str,
-        parts: list[str],
-        span: Node,
-        parent: str | None,
-        first_row: int | None = None,
-    ) -> str:
-        qualname = self.separator.join(parts)
-        count = self._seen.get(qualname, 0) + 1
-        self._seen[qualname] = count
-        node_id = f"{self.file_path}::{qualname}" + (f"#{count}" if count > 1 else "")
-        start_row = span.start_point.row if first_row is None else first_row
-        end_point = span.end_point
-        # A node that takes its closing newline ends at column 0 of the next line.
-        end_row = (
-            end_point.row - 1
-            if end_point.column == 0 and end_point.row > start_row
-            else end_point.row
-        )
-        self.symbols.append(
-            CodeSymbol(
-                node_id=node_id,
-                file_path=self.file_path,
-                kind=kind,
-                name=parts[-1],
-                qualname=qualname,
-                module=self.module,
-                start_line=start_row + 1,
-                end_line=end_row + 1,
-                source_hash=self.tokens.hash(start_row + 1, end_row + 1),
-                lines_hash=hash_lines(self.lines, start_row + 1, end_row + 1),
-                parent=parent or self.file_path,
-            )
-        )
-        return node_id
-
-
-def _text(node: Node | None) -> str:
-    if node is None or node.text is None:
-        return ""
-    # A quoted name (`declare module "..."`, a "..."() method) may hold raw control
-    # characters, which no GraphML can hold: each becomes U+FFFD, as bad UTF-8 does.
-    return NOT_IN_GRAPHML.sub("\ufffd", node.text.decode("utf-8", "replace"))
-
-
-def _name(node: Node, field: str = "name") -> str:
-    text = _text(node.child_by_field_name(field))
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"`":
-        text = text[1:-1]
-    return " ".join(text.split())
-
-
 def _first_error_line(root: Node) -> int:
     stack = [root]
     while stack:
@@ -194,45 +126,6 @@ def _first_error_line(root: Node) -> int:
     return root.start_point.row + 1
 
 
-def _type_name(node: Node | None) -> str:
-    """The bare type a type expression names: ``*Store[T]`` and ``Vec<T>`` give
-    ``Store`` and ``Vec``, ``fmt::Display`` gives ``Display``."""
-    if node is None:
-        return ""
-    if node.type in ("type_identifier", "identifier", "primitive_type"):
-        return _text(node)
-    for field in ("name", "type"):
-        inner = node.child_by_field_name(field)
-        if inner is not None:
-            return _type_name(inner)
-    for child in node.named_children:
-        found = _type_name(child)
-        if found:
-            return found
-    return ""
-
-
-def _leading(
-    children: Iterable[Node], prefix_types: frozenset[str]
-) -> Iterable[tuple[Node, int | None]]:
-    """Each child with the row of the attributes or decorators just before it (which
-    belong to its span, as Python's decorators do)."""
-    first: int | None = None
-    for child in children:
-        if child.type in prefix_types:
-            if first is None:
-                first = child.start_point.row
-            continue
-        if child.type in _COMMENTS:
-            yield child, None
-            continue
-        yield child, first
-        first = None
-
-
-_COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
-
-
 # --- Go -----------------------------------------------------------------------------
 
 
@@ -241,11 +134,11 @@ def _go_package(root: Node) -> str:
         if child.type == "package_clause":
             for part in child.named_children:
                 if part.type == "package_identifier":
-                    return _text(part)
+                    return node_text(part)
     return ""
 
 
-def _go(root: Node, out: _Symbols) -> None:
+def _go(root: Node, out: Symbols) -> None:
     types: dict[str, str] = {}  # a type's name -> its node ID, for its methods' parent
     methods: dict[str, str] = {}  # a method's node ID -> its receiver type's name
     for child in root.named_children:
@@ -262,25 +155,25 @@ def _go(root: Node, out: _Symbols) -> None:
                 idents = [n for n in spec.children_by_field_name("name") if n.is_named]
                 for ident in idents:
                     whole = child if len(specs) == 1 and len(idents) == 1 else spec
-                    out.add(what, [_text(ident)], whole, None)
+                    out.add(what, [node_text(ident)], whole, None)
         elif kind == "function_declaration":
-            out.add("function", [_name(child)], child, None)
+            out.add("function", [node_name(child)], child, None)
         elif kind == "method_declaration":
             receiver = child.child_by_field_name("receiver")
             owner = ""
             if receiver is not None:
                 for param in receiver.named_children:
-                    owner = _type_name(param.child_by_field_name("type"))
+                    owner = type_name(param.child_by_field_name("type"))
                     break
             node_id = out.add(
-                "method", [owner, _name(child)] if owner else [_name(child)], child, None
+                "method", [owner, node_name(child)] if owner else [node_name(child)], child, None
             )
             if owner:
                 methods[node_id] = owner
         elif kind == "type_declaration":
             specs = [c for c in child.named_children if c.type in ("type_spec", "type_alias")]
             for spec in specs:
-                name = _name(spec)
+                name = node_name(spec)
                 body = spec.child_by_field_name("type")
                 body_type = body.type if body is not None else ""
                 what = {"struct_type": "struct", "interface_type": "interface"}.get(
@@ -291,7 +184,7 @@ def _go(root: Node, out: _Symbols) -> None:
                 if body is not None and what == "interface":
                     for elem in body.named_children:
                         if elem.type in ("method_elem", "method_spec"):
-                            out.add("method", [name, _name(elem)], elem, node_id)
+                            out.add("method", [name, node_name(elem)], elem, node_id)
     # A method hangs off its receiver type, as Go's users see it, when the type is
     # declared in the same file (else off the file, as a CONTAINS edge stays in a file).
     out.symbols = [
@@ -337,35 +230,35 @@ _RUST_ITEMS = {
 }
 
 
-def _rust(root: Node, out: _Symbols) -> None:
+def _rust(root: Node, out: Symbols) -> None:
     _rust_items(root, out, None, [], None)
 
 
 def _rust_items(
-    node: Node, out: _Symbols, parent: str | None, prefix: list[str], owner: str | None
+    node: Node, out: Symbols, parent: str | None, prefix: list[str], owner: str | None
 ) -> None:
-    for child, first in _leading(node.named_children, _RUST_ATTRIBUTES):
+    for child, first in leading(node.named_children, _RUST_ATTRIBUTES):
         kind = child.type
         if kind in ("function_item", "function_signature_item"):
-            name = _name(child)
+            name = node_name(child)
             if owner:
                 out.add("method", [*prefix, owner, name], child, parent, first)
             else:
                 out.add("function", [*prefix, name], child, parent, first)
         elif kind in _RUST_VALUES:
-            name = _name(child)
+            name = node_name(child)
             if name:
                 parts = [*prefix, owner, name] if owner else [*prefix, name]
                 out.add(_RUST_VALUES[kind], parts, child, parent, first)
         elif kind in _RUST_ITEMS:
-            name = _name(child)
+            name = node_name(child)
             node_id = out.add(_RUST_ITEMS[kind], [*prefix, name], child, parent, first)
             body = child.child_by_field_name("body")
             if kind == "trait_item" and body is not None:
                 _rust_items(body, out, node_id, prefix, name)
         elif kind == "impl_item":
-            owner_name = _type_name(child.child_by_field_name("type"))
-            trait = _type_name(child.child_by_field_name("trait"))
+            owner_name = type_name(child.child_by_field_name("type"))
+            trait = type_name(child.child_by_field_name("trait"))
             label = f"impl {trait} for {owner_name}" if trait else f"impl {owner_name}"
             node_id = out.add("impl", [*prefix, label], child, parent, first)
             body = child.child_by_field_name("body")
@@ -374,7 +267,7 @@ def _rust_items(
         elif kind == "mod_item":
             body = child.child_by_field_name("body")
             if body is not None:
-                name = _name(child)
+                name = node_name(child)
                 node_id = out.add("namespace", [*prefix, name], child, parent, first)
                 _rust_items(body, out, node_id, [*prefix, name], None)
 
@@ -390,7 +283,7 @@ def _java_package(root: Node) -> str:
         if child.type == "package_declaration":
             for part in child.named_children:
                 if part.type in ("scoped_identifier", "identifier"):
-                    return "".join(_text(part).split())
+                    return "".join(node_text(part).split())
     return ""
 
 
@@ -404,26 +297,26 @@ _JAVA_TYPES = {
 _JAVA_BODIES = frozenset({"enum_body_declarations"})
 
 
-def _java(root: Node, out: _Symbols) -> None:
+def _java(root: Node, out: Symbols) -> None:
     _java_members(root, out, None, [])
 
 
-def _java_members(node: Node, out: _Symbols, parent: str | None, prefix: list[str]) -> None:
+def _java_members(node: Node, out: Symbols, parent: str | None, prefix: list[str]) -> None:
     for child in node.named_children:
         kind = child.type
         if kind in _JAVA_TYPES:
-            name = _name(child)
+            name = node_name(child)
             node_id = out.add(_JAVA_TYPES[kind], [*prefix, name], child, parent)
             body = child.child_by_field_name("body")
             if body is not None:
                 _java_members(body, out, node_id, [*prefix, name])
         elif kind in ("method_declaration", "constructor_declaration"):
-            out.add("method", [*prefix, _name(child)], child, parent)
+            out.add("method", [*prefix, node_name(child)], child, parent)
         elif kind in ("field_declaration", "constant_declaration"):
             declarators = child.children_by_field_name("declarator")
             for declarator in declarators:
                 whole = child if len(declarators) == 1 else declarator
-                out.add("field", [*prefix, _name(declarator)], whole, parent)
+                out.add("field", [*prefix, node_name(declarator)], whole, parent)
         elif kind in _JAVA_BODIES:
             _java_members(child, out, parent, prefix)
 
@@ -453,16 +346,16 @@ _SCRIPT_WRAPPERS = frozenset(
 _SCRIPT_DECORATORS = frozenset({"decorator"})
 
 
-def _script(root: Node, out: _Symbols) -> None:
+def _script(root: Node, out: Symbols) -> None:
     _script_items(root, out, None, [], False)
 
 
 def _script_items(
-    node: Node, out: _Symbols, parent: str | None, prefix: list[str], in_class: bool
+    node: Node, out: Symbols, parent: str | None, prefix: list[str], in_class: bool
 ) -> None:
     entries: list[tuple[Node, Node, int | None]] = []  # (span, declaration, first row)
-    for child, first in _leading(node.named_children, _SCRIPT_DECORATORS):
-        if child.type in _COMMENTS:
+    for child, first in leading(node.named_children, _SCRIPT_DECORATORS):
+        if child.type in COMMENTS:
             continue
         span = child
         while child.type in _SCRIPT_WRAPPERS:  # export, declare, `namespace X {}`, `(...)`
@@ -479,7 +372,7 @@ def _script_items(
         start = span.start_point.row if first is None else first
         if child.type in _OVERLOADS and at + 1 < len(entries):
             following = entries[at + 1][1]
-            if following.type in _OVERLOADED and _name(following) == _name(child):
+            if following.type in _OVERLOADED and node_name(following) == node_name(child):
                 overloads = start if overloads is None else overloads
                 continue
         if overloads is not None:  # `f(a: string): T; f(a: number): T; f(a) {...}`
@@ -497,7 +390,7 @@ def _script_item(
     child: Node,
     span: Node,
     first: int | None,
-    out: _Symbols,
+    out: Symbols,
     parent: str | None,
     prefix: list[str],
     in_class: bool,
@@ -510,7 +403,7 @@ def _script_item(
     elif default and kind == "object":  # export default { data() {...} }
         _script_object(child, out, parent, [*prefix, "default"])
     elif kind in _SCRIPT_TYPES:
-        name = _name(child) or ("default" if default else "")
+        name = node_name(child) or ("default" if default else "")
         if not name:
             return
         node_id = out.add(_SCRIPT_TYPES[kind], [*prefix, name], span, parent, first)
@@ -518,7 +411,7 @@ def _script_item(
         if body is not None and kind not in ("type_alias_declaration", "enum_declaration"):
             _script_items(body, out, node_id, [*prefix, name], kind in _MEMBER_HOLDERS)
     elif kind in _SCRIPT_FUNCTIONS or (in_class and kind in _SCRIPT_METHODS):
-        name = _name(child)
+        name = node_name(child)
         if not name:
             return
         what = "method" if in_class else "function"
@@ -526,7 +419,7 @@ def _script_item(
         _script_body(child, out, node_id, [*prefix, name])
     elif kind in ("public_field_definition", "field_definition"):
         value = child.child_by_field_name("value")
-        name = _name(child) or _name(child, "property")
+        name = node_name(child) or node_name(child, "property")
         if value is not None and value.type in _FUNCTION_VALUES and name:
             node_id = out.add("method", [*prefix, name], span, parent, first)
             _script_body(value, out, node_id, [*prefix, name])
@@ -538,7 +431,7 @@ def _script_item(
         declarators = [c for c in child.named_children if c.type == "variable_declarator"]
         for declarator in declarators:
             value = _unparenthesized(declarator.child_by_field_name("value"))
-            name = _name(declarator)
+            name = node_name(declarator)
             if value is None or not name:
                 continue
             whole = span if len(declarators) == 1 else declarator
@@ -559,17 +452,17 @@ _MEMBER_HOLDERS = frozenset(
 )
 
 
-def _script_object(literal: Node, out: _Symbols, parent: str | None, prefix: list[str]) -> None:
+def _script_object(literal: Node, out: Symbols, parent: str | None, prefix: list[str]) -> None:
     """The methods of an object literal (``api.get``): its ``get() {...}`` members and its
     ``post: () => ...`` or ``post: function () {...}`` properties."""
     for member in literal.named_children:
         if member.type == "method_definition":
-            name, function = _name(member), member
+            name, function = node_name(member), member
         elif member.type == "pair":
             value = _unparenthesized(member.child_by_field_name("value"))
             if value is None or value.type not in _FUNCTION_VALUES:
                 continue
-            name, function = _name(member, "key"), value
+            name, function = node_name(member, "key"), value
         else:
             continue
         if name:
@@ -593,7 +486,7 @@ def _unparenthesized(node: Node | None) -> Node | None:
     return node
 
 
-def _script_body(function: Node, out: _Symbols, parent: str, prefix: list[str]) -> None:
+def _script_body(function: Node, out: Symbols, parent: str, prefix: list[str]) -> None:
     """Functions and classes defined in a function's body (``outer.inner``, as Python)."""
     body = function.child_by_field_name("body")
     if body is not None and body.type == "statement_block":
@@ -603,7 +496,7 @@ def _script_body(function: Node, out: _Symbols, parent: str, prefix: list[str]) 
 # How each language's tokens are read (tokens.hash_tokens); TypeScript is JavaScript's.
 _DIALECTS = {GO: "go", RUST: "rust", JAVA: "java"}
 
-_WALKERS: dict[str, Callable[[Node, _Symbols], None]] = {
+_WALKERS: dict[str, Callable[[Node, Symbols], None]] = {
     GO.name: _go,
     RUST.name: _rust,
     JAVA.name: _java,
