@@ -9,6 +9,7 @@ it in this list; none imports the CLI or a renderer):
     irregular.py        irregular English verbs: a query's base form, a memory's past
     node_cache.py       node rows, degrees and neighbours kept between recalls (SQLite)
     candidates.py       node rows, the Candidate they become, degree and session lookups
+    text_analysis.py    a text's words, the roots of terms and where they start in it
     relevance.py        how well a hit's text answers the query (IDF, BM25 norm, ...)
     search.py           the hits: one pipeline of term lookups and the prefix stage over
                         the engine's text index (storage/text_index.py)

@@ -377,7 +377,7 @@ MAX_START_CODES = 2 * MAX_ROWS
 
 Words = tuple[str, ...]
 # A text's words in order, its distinct words less the stop words, and whether it is
-# printable ASCII (relevance.py).
+# printable ASCII (text_analysis.py).
 TextAnalysis = tuple[Words, Words, bool]
 
 
@@ -395,7 +395,7 @@ class SearchFacts:
       (search.NEWEST_DEPTH at most, newest first; fewer: all of them), before the
       namespace, mask and kinds, which search applies to them (issue 21, round 6).
     * ``starts``: by root of a key term, by seq, where the root starts a word of the
-      text (relevance._starts_code: an int), for common terms and proximity (issue 21,
+      text (text_analysis._starts_code: an int), for common terms and proximity (issue 21,
       round 7). Ints in dicts of ints: the GC never tracks the tables by seq.
     """
 

@@ -6,7 +6,8 @@ The three stages of concepts.md (phrase, all terms, any term) are folded into on
 share of key terms it holds, times BM25's length normalisation; times PHRASE_BOOST when
 it holds the query as a phrase, raised by term proximity, by specificity and by a date
 the query names. Only the candidates' own text is read here: recall/search.py reads the
-rows (masked, in the namespace) and the posting lists.
+rows (masked, in the namespace) and the posting lists; recall/text_analysis.py the words,
+roots and word places of a text that these formulas read.
 """
 
 from __future__ import annotations
@@ -15,15 +16,33 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from itertools import chain, compress, count, repeat
+from collections.abc import Callable, Collection, Mapping, Sequence
+from itertools import chain, compress, repeat
 from operator import itemgetter
-from typing import cast
 
 from .candidates import Candidate, NodeRow, candidate_of
 from .irregular import past_forms
-from .node_cache import SearchFacts, TextAnalysis, Words
+from .node_cache import SearchFacts
 from .terms import STOPWORDS, content_terms
+from .text_analysis import (
+    Row,
+    analysed,
+    as_mask,
+    code_in,
+    common_in_ascii_apart,
+    common_in_ascii_flat,
+    common_pattern,
+    common_term_roots,
+    fill,
+    holds_run,
+    listed_roots,
+    phrase_pattern,
+    root_of,
+    root_places,
+    roots_apart,
+    text_words,
+    within,
+)
 
 PHRASE_BOOST = 1.5
 # Two adjacent key terms of the query at most PROXIMITY_WINDOW words apart in a memory
@@ -133,35 +152,35 @@ def score_rows(
 ) -> dict[str, Candidate]:
     """The relevance of each row, normalised so the best has 1.0. ``matched`` holds the
     rare key terms that found each row (by seq); common terms are looked for in its text
-    here, roughly stemmed (:func:`_root`), as their posting lists were too long to read.
+    here, roughly stemmed (:func:`root_of`), as their posting lists were too long to read.
     With ``texts`` (the node cache's, recall/node_cache.py), each row's words are read
     from it where it holds them (else from a small cache of texts)."""
     average = sum(len(row[2]) for row in rows) / len(rows) or 1.0
     # The phrase pattern is compiled only for a text that needs it (not ASCII, or not
     # printable): a query's first recall compiled it for ~0.1 ms, and nearly every row
-    # is checked by _holds_run instead.
+    # is checked by holds_run instead.
     phrased = len(terms) > 1
-    run = tuple(terms)  # compared with a slice of a row's words (see _holds_run)
+    run = tuple(terms)  # compared with a slice of a row's words (see holds_run)
     phrase: re.Pattern[str] | None = None
     # The query's common roots, listed once a call, not per row, and how to find them.
-    common_roots = _listed_roots(_common_roots(common))
-    apart = _apart(common_roots)
-    common_in = _common_in_ascii_apart if apart else _common_in_ascii_flat
+    common_roots = listed_roots(common_term_roots(common))
+    apart = roots_apart(common_roots)
+    common_in = common_in_ascii_apart if apart else common_in_ascii_flat
     finder: re.Pattern[str] | None = None  # only for a text that is not ASCII
     ascii_terms = all(term.isascii() for term in terms)
-    analyses = [_text_words(row[2]) for row in rows] if texts is None else _analysed(rows, texts)
+    analyses = [text_words(row[2]) for row in rows] if texts is None else analysed(rows, texts)
     specific = _specificity_of_bags([analysis[1] for analysis in analyses], terms)
     # Where each root starts a word in a row (a code, see _starts_code): the proximity
     # keys' roots, then the common terms', each once; kept per root and row in ``texts``
     # (a fact of the text, which any query with that root reads).
     keys_near = content_terms(terms)
-    places, forms = _root_places(
+    places, forms = root_places(
         [*keys_near, *(form for term in common for form in (term, *past_forms(term)))]
     )
     tables = [{} for _ in forms] if texts is None else list(map(texts.starts_of, places))
     near = _proximity(keys_near, idf, places)
-    # With roots _apart, a common term is found in a printable ASCII text where a word
-    # starts with one of its roots (see _apart): read from the codes.
+    # With roots apart (roots_apart), a common term is found in a printable ASCII text where a word
+    # starts with one of its roots (see roots_apart): read from the codes.
     groups = [
         [places[root] for root, n, _, _ in common_roots if n == number]
         for number in range(1, len(common) + 1)
@@ -188,14 +207,14 @@ def score_rows(
         codes: list[int | None] | None = None
         if common_roots:
             if lowered is None:
-                finder = finder or _common_pattern(common)
+                finder = finder or common_pattern(common)
                 found_common = {m.lastindex for m in finder.finditer(text) if m.lastindex}
                 if found_common:
                     keys = keys + [common[i - 1] for i in sorted(found_common)]
             elif plain and apart:
-                codes = list(map(_code_in, tables, repeat(seq)))
+                codes = list(map(code_in, tables, repeat(seq)))
                 if None in codes:
-                    _fill(codes, (tables, forms, seq, row_words, lowered), common_wanted)
+                    fill(codes, (tables, forms, seq, row_words, lowered), common_wanted)
                 if single_rooted:
                     keys = keys + list(compress(common, map(codes.__getitem__, common_places)))
                 else:
@@ -212,16 +231,16 @@ def score_rows(
         score = sum(map(weight_of, keys)) * len(keys) / key_count * norm if keys else 1e-3
         # (no keys: newest rows of an all-common query that the loose match missed)
         if phrased and (
-            (run[0] in lowered and _holds_run(row_words, run))
+            (run[0] in lowered and holds_run(row_words, run))
             if lowered is not None and plain
             else (lowered is None or all(map(lowered.__contains__, terms)))
-            and (phrase := phrase or _phrase_pattern(terms)).search(text)
+            and (phrase := phrase or phrase_pattern(terms)).search(text)
         ):
             score *= PHRASE_BOOST
         factor = 1 + SPECIFICITY_WEIGHT * row_specific
         if near is not None and len(keys) > 1:  # a pair is two distinct key terms
             if codes is None:
-                codes = list(map(_code_in, tables, repeat(seq)))
+                codes = list(map(code_in, tables, repeat(seq)))
             # A code missing is found when a pair held asks for it.
             missing = (tables, forms, seq, row_words, lowered) if None in codes else None
             factor *= 1 + near(codes, keys, missing)
@@ -237,195 +256,6 @@ def score_rows(
         relevance = score / best
         found[row[0]] = candidate_of(row, relevance if relevance >= 1e-6 else 1e-6, "search")
     return found
-
-
-def _phrase_pattern(terms: Sequence[str]) -> re.Pattern[str]:
-    """The query's terms as a phrase: whole words in order, anything but letters and
-    digits between them, case aside."""
-    return re.compile(r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, terms)) + r"(?![^\W_])", re.I)
-
-
-def _holds_run(words: Words, terms: Words) -> bool:
-    """Whether ``terms`` are consecutive ``words``: what score_rows' phrase pattern finds
-    in a printable ASCII text (its words are then its runs of letters and digits, and
-    the pattern matches whole runs, case aside, with only other characters between
-    them) from ASCII terms (letters and digits: terms.query_terms). ~0.5 us a row
-    against ~5 us for the pattern, on the ~30 rows a query that hold every term.
-    score_rows looks for the first term in the lowered text before (~0.15 us), not for
-    every term (~1.3 us for four): every row of an all-common query holds them all."""
-    first, size = terms[0], len(terms)
-    at = -1
-    while True:
-        try:
-            at = words.index(first, at + 1)
-        except ValueError:
-            return False
-        if words[at : at + size] == terms:
-            return True
-
-
-# Suffixes cut before a common term is looked for in a candidate's text, roughly as the
-# porter stemmer of the FTS table would ("deployed" finds "deploys", "deployment").
-_SUFFIXES = (
-    "ations",
-    "ation",
-    "ments",
-    "ment",
-    "ings",
-    "ing",
-    "edly",
-    "ed",
-    "ers",
-    "er",
-    "ies",
-    "es",
-    "ly",
-    "s",
-)
-
-
-def _root(term: str) -> str:
-    for suffix in _SUFFIXES:
-        if term.endswith(suffix) and len(term) - len(suffix) >= 3:
-            return term[: -len(suffix)]
-    return term
-
-
-def _common_roots(common: list[str]) -> list[list[str]]:
-    """Per common term, the roots looked for in a candidate's text: the term's own and
-    those of its past forms (search looks them up together: recall/irregular.py)."""
-    return [[_root(form) for form in (term, *past_forms(term))] for term in common]
-
-
-def _common_matcher(common: list[str]) -> re.Pattern[str] | None:
-    """One pattern that finds any common term (or a past form of it) at a word start;
-    group i is term i."""
-    return _common_pattern(common) if common else None
-
-
-def _common_pattern(common: list[str]) -> re.Pattern[str]:
-    groups = "|".join(
-        "(" + "|".join(re.escape(root) for root in roots) + ")" for roots in _common_roots(common)
-    )
-    return re.compile(rf"(?<![^\W_])(?:{groups})", re.IGNORECASE)
-
-
-def _common_in_ascii(lowered: str, roots: Sequence[Sequence[str]]) -> set[int]:
-    """What ``_common_matcher(common).finditer`` finds in an ASCII text (group numbers,
-    from 1), from the text lowered and each term's roots (:func:`_common_roots`): a root
-    counts where it starts a word (no letter or digit before it) and no earlier match
-    covers it; where several roots start at the same place, the one the pattern tries
-    first (groups in order, and a group's roots in order) decides the match's length."""
-    return _common_in_ascii_flat(lowered, _listed_roots(roots))
-
-
-def _listed_roots(roots: Sequence[Sequence[str]]) -> list[tuple[str, int, int, int]]:
-    """(root, group number from 1, order among its group's roots, the length its match
-    covers) of every root, in the order :func:`_common_matcher`'s pattern tries them."""
-    return [
-        (root, number, order, max(len(root), 1))
-        for number, forms in enumerate(roots, start=1)
-        for order, root in enumerate(forms)
-    ]
-
-
-def _common_in_ascii_flat(lowered: str, flat: Sequence[tuple[str, int, int, int]]) -> set[int]:
-    """:func:`_common_in_ascii` with the roots listed (:func:`_listed_roots`) once a query."""
-    starts: list[tuple[int, int, int, int]] = []
-    find = lowered.find
-    for root, number, order, length in flat:
-        at = find(root)
-        while at != -1:
-            if at == 0 or not lowered[at - 1].isalnum():
-                starts.append((at, number, order, length))
-            at = find(root, at + 1)
-    if len(starts) < 2:
-        return {starts[0][1]} if starts else set()
-    starts.sort()  # by place, then as the pattern tries them; (number, order) is unique
-    found: set[int] = set()
-    end = 0
-    for at, number, _, length in starts:
-        if at >= end:
-            found.add(number)
-            end = at + length
-    return found
-
-
-def _apart(flat: Sequence[tuple[str, int, int, int]]) -> bool:
-    """Whether roots (:func:`_listed_roots`) of letters and digits only, no root of one
-    term starting another term's: then two matches never start at the same place, nor
-    one inside another (no word starts inside a run of letters and digits), and a term
-    is found where any of its roots starts a word (:func:`_common_in_ascii_apart`)."""
-    return all(root.isalnum() for root, _, _, _ in flat) and not any(
-        one.startswith(other)
-        for one, number, _, _ in flat
-        for other, other_number, _, _ in flat
-        if number != other_number
-    )
-
-
-def _common_in_ascii_apart(lowered: str, flat: Sequence[tuple[str, int, int, int]]) -> set[int]:
-    """:func:`_common_in_ascii_flat` for roots that are :func:`_apart`: each term's
-    first place where one of its roots starts a word is enough, no places are listed
-    and sorted. An all-common query's ~150 rows each hold every term."""
-    found: set[int] = set()
-    find = lowered.find
-    for root, number, _, _ in flat:
-        if number in found:
-            continue
-        at = find(root)
-        while at != -1:
-            if at == 0 or not lowered[at - 1].isalnum():
-                found.add(number)
-                break
-            at = find(root, at + 1)
-    return found
-
-
-def _split_text(text: str) -> TextAnalysis:
-    """:func:`words_of` the text, its distinct words that are not stop words, and whether
-    it is printable ASCII (then its words decide the phrase: :func:`_holds_run`)."""
-    return _analysis(tuple(words_of(text)), text)
-
-
-def _analysis(words: tuple[str, ...], text: str) -> TextAnalysis:
-    # Printable once a text, not once a recall: ~0.8 us a row of 190 characters.
-    plain = text.isascii() and text.isprintable()
-    return words, tuple(frozenset(words).difference(STOPWORDS)), plain
-
-
-# Where there is no node cache (PostgreSQL, a transaction): the texts seen last.
-TEXT_CACHE_SIZE = 4096
-_text_words = functools.lru_cache(maxsize=TEXT_CACHE_SIZE)(_split_text)
-
-
-def _analysed(rows: Sequence[NodeRow], texts: SearchFacts) -> list[TextAnalysis]:
-    """:func:`_split_text` of each row's text, from ``texts`` where it holds the row's
-    seq; the others are split with their words interned, and kept."""
-    settled, fresh = texts.texts.entries.get, texts.texts.fresh.get
-    analyses = []
-    for row in rows:
-        analysis = settled(row[8]) or fresh(row[8])
-        if analysis is None:
-            analysis = _analysis(texts.interned(words_of(row[2])), row[2])
-            texts.keep_text(row[8], analysis)
-        analyses.append(analysis)
-    return analyses
-
-
-def words_of(text: str) -> list[str]:
-    """Lower-cased words, punctuation dropped: a cheap split (str.translate), not FTS5's.
-    An ASCII text is lowered and translated as bytes: the same characters, ~5x sooner
-    than the str methods."""
-    if text.isascii():
-        return text.encode().lower().translate(_ASCII_PUNCTUATION).decode().split()
-    return text.lower().translate(_PUNCTUATION).split()
-
-
-# string.punctuation, spelled out: importing the string module costs ~1.3 ms of start-up.
-_PUNCTUATION_MARKS = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
-_PUNCTUATION = str.maketrans(dict.fromkeys(_PUNCTUATION_MARKS, " "))
-_ASCII_PUNCTUATION = bytes.maketrans(_PUNCTUATION_MARKS.encode(), b" " * len(_PUNCTUATION_MARKS))
 
 
 def specificity(words: Sequence[Sequence[str]], query: Sequence[str]) -> list[float]:
@@ -469,8 +299,8 @@ def _proximity(
     earns the pair's IDF weight; the boost is PROXIMITY_WEIGHT x earned / all pairs.
     None when the query has no such pair (every boost would be 0). The boost reads a
     row's codes (:func:`_starts_code`), each key's root's at its place in ``places``
-    (by default, :func:`_root_places` of the keys)."""
-    roots = [_root(key) for key in keys]
+    (by default, :func:`root_places` of the keys)."""
+    roots = [root_of(key) for key in keys]
     pairs = [
         (i, i + 1, idf.get(keys[i], 0.0) + idf.get(keys[i + 1], 0.0)) for i in range(len(keys) - 1)
     ]
@@ -478,7 +308,7 @@ def _proximity(
         return None
     total = sum(weight for _, _, weight in pairs)
     if places is None:
-        places = _root_places(keys)[0]
+        places = root_places(keys)[0]
     # Each pair with its two keys and the places of their roots' codes.
     keyed = [
         (keys[a], keys[b], places[roots[a]], places[roots[b]], weight) for a, b, weight in pairs
@@ -494,116 +324,19 @@ def _proximity(
             first, second = codes[place_a], codes[place_b]
             if missing is not None:
                 if first is None:
-                    first = _fill(codes, missing, (place_a,))
+                    first = fill(codes, missing, (place_a,))
                 if second is None:
-                    second = _fill(codes, missing, (place_b,))
+                    second = fill(codes, missing, (place_b,))
             if not first or not second:
                 continue
             if first > 0 and second > 0:  # one word each (nearly every row)
                 if -window <= first - second <= window:
                     earned += weight
-            elif _within(_as_mask(first), _as_mask(second), window):
+            elif within(as_mask(first), as_mask(second), window):
                 earned += weight
         return PROXIMITY_WEIGHT * earned / total
 
     return boost
-
-
-def _root_places(words: Sequence[str]) -> tuple[dict[str, int], list[tuple[str, ...]]]:
-    """Each distinct root (:func:`_root`) of ``words`` with its place among a row's codes,
-    and at each place the forms :func:`_starting` tries: the root, then the word it was
-    first cut from if that is longer."""
-    places: dict[str, int] = {}
-    forms: list[tuple[str, ...]] = []
-    for word in words:
-        root = _root(word)
-        if root not in places:
-            places[root] = len(forms)
-            forms.append((root,) if root == word else (root, word))
-    return places, forms
-
-
-def _starting(words: Sequence[str], forms: Sequence[str], lowered: str | None) -> Sequence[int]:
-    """The positions of the ``words`` that start with a root, ``forms[0]``; ``forms`` is
-    the root, then the key it was cut from if that is longer. With ``lowered``, the
-    ASCII text the words were split from (words_of), lowered: each such word is a place
-    where the root occurs in it, and those places do not overlap (a word holds its root,
-    words do not overlap), so there are at most ``lowered.count(root)`` of them; when as
-    many words are the root or the key, they are all. Nearly every row of an all-common
-    query holds each root once: ~0.6 us a root against ~4.5 us for a startswith pass
-    over its words."""
-    root = forms[0]
-    if lowered is not None:
-        places = lowered.count(root)
-        if not places:
-            return ()
-        if places == 1:
-            for form in forms:
-                try:
-                    return (words.index(form),)
-                except ValueError:
-                    continue
-        else:
-            held = [(form, words.count(form)) for form in forms]
-            if sum(times for _, times in held) == places:
-                positions = []
-                for form, times in held:
-                    at = -1
-                    for _ in range(times):
-                        at = words.index(form, at + 1)
-                        positions.append(at)
-                return positions
-    return list(compress(count(), map(str.startswith, words, repeat(root))))
-
-
-def _starts_code(words: Sequence[str], forms: Sequence[str], lowered: str | None) -> int:
-    """Where the ``words`` that start with a root (``forms``, see :func:`_starting`) are,
-    as an int (kept in SearchFacts.starts: an int is never tracked by the cyclic GC):
-    0 none, p + 1 the one at p, else minus the mask of their positions (bit p: word p)."""
-    positions = _starting(words, forms, lowered)
-    if len(positions) < 2:
-        return positions[0] + 1 if positions else 0
-    bits = bytearray((max(positions) >> 3) + 1)  # linear, whatever the positions
-    for at in positions:
-        bits[at >> 3] |= 1 << (at & 7)
-    return -int.from_bytes(bits, "little")
-
-
-# A row's code in a root's table (dict.get, typed for map).
-_code_in = cast("Callable[[dict[int, int], int], int | None]", dict.get)
-
-
-def _as_mask(code: int) -> int:
-    return 1 << (code - 1) if code > 0 else -code
-
-
-# What finds and keeps a row's codes: the tables by place, the forms by place, its seq,
-# words and lowered text (see score_rows).
-Row = tuple[Sequence[dict[int, int]], Sequence[Sequence[str]], int, Sequence[str], str | None]
-
-
-def _fill(codes: list[int | None], row: Row, wanted: Iterable[int]) -> int:
-    """The codes at the ``wanted`` places that a row's lookup did not find (None), found
-    and kept (a row's other roots are not looked for: a first recall would pay for
-    them); the last one's."""
-    tables, forms, seq, words, lowered = row
-    last = 0
-    for place in wanted:
-        code = codes[place]
-        if code is None:
-            code = codes[place] = tables[place][seq] = _starts_code(words, forms[place], lowered)
-        last = code
-    return last
-
-
-def _within(first: int, second: int, window: int) -> bool:
-    """Whether a position of mask ``first`` (bit p: word p) lies within ``window`` of one of
-    mask ``second``: linear in the words, as a memory of a megabyte holds a common word
-    thousands of times and comparing every pair took recall minutes."""
-    spread = second
-    for step in range(1, window + 1):
-        spread |= second << step | second >> step
-    return bool(first & spread)
 
 
 _MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")

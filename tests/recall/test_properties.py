@@ -157,12 +157,12 @@ def test_common_terms_in_ascii_text_are_found_as_the_pattern_finds_them(
     """The string search that score_rows uses on ASCII text finds exactly the common
     terms that the case-insensitive, word-start pattern finds (overlaps and roots that
     start at the same place included)."""
-    from nervamem.recall import relevance
+    from nervamem.recall import text_analysis
 
-    pattern = relevance._common_matcher(common)
+    pattern = text_analysis._common_matcher(common)
     expected = {m.lastindex for m in pattern.finditer(text) if m.lastindex} if pattern else set()
-    roots = relevance._common_roots(common)
-    assert relevance._common_in_ascii(text.lower(), roots) == expected
+    roots = text_analysis.common_term_roots(common)
+    assert text_analysis._common_in_ascii(text.lower(), roots) == expected
 
 
 @given(text=TEXT_WITH_VERBS, common=COMMON_TERMS)
@@ -170,15 +170,15 @@ def test_common_terms_in_ascii_text_are_found_as_the_pattern_finds_them(
 def test_common_terms_apart_are_found_as_the_pattern_finds_them(
     text: str, common: list[str]
 ) -> None:
-    """Where no term's root starts another term's (relevance._apart), each term's first
+    """Where no term's root starts another term's (text_analysis.roots_apart), each term's first
     root at a word start finds what the pattern finds (issue 21, round 6)."""
-    from nervamem.recall import relevance
+    from nervamem.recall import text_analysis
 
-    pattern = relevance._common_matcher(common)
+    pattern = text_analysis._common_matcher(common)
     expected = {m.lastindex for m in pattern.finditer(text) if m.lastindex} if pattern else set()
-    flat = relevance._listed_roots(relevance._common_roots(common))
-    assume(relevance._apart(flat))
-    assert relevance._common_in_ascii_apart(text.lower(), flat) == expected
+    flat = text_analysis.listed_roots(text_analysis.common_term_roots(common))
+    assume(text_analysis.roots_apart(flat))
+    assert text_analysis.common_in_ascii_apart(text.lower(), flat) == expected
 
 
 POSITIONS = st.lists(st.integers(min_value=0, max_value=60), unique=True).map(sorted)
@@ -192,8 +192,8 @@ def test_proximity_window_check_equals_every_pair_compared(
     """The linear window check that term proximity uses on masks of positions (a memory
     of a megabyte holds a word thousands of times) answers as comparing every pair of
     positions does."""
-    from nervamem.recall import relevance
+    from nervamem.recall import text_analysis
 
     every_pair = any(abs(x - y) <= window for x in first for y in second)
     masks = [sum(1 << at for at in positions) for positions in (first, second)]
-    assert relevance._within(*masks, window) == every_pair
+    assert text_analysis.within(*masks, window) == every_pair

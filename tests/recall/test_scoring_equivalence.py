@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nervamem.recall import relevance, scoring
+from nervamem.recall import relevance, scoring, text_analysis
 from nervamem.recall.candidates import Candidate, NodeRow
 from nervamem.recall.node_cache import SearchFacts
 from nervamem.recall.scoring import Scored
@@ -53,7 +53,7 @@ def plain_proximity(
 ) -> float:
     """Every adjacent pair of key terms that the memory holds earns its weight when a
     word starting with one root is within the window of a word starting with the other."""
-    roots = [relevance._root(key) for key in keys]
+    roots = [text_analysis.root_of(key) for key in keys]
     pairs = [
         (i, i + 1, idf.get(keys[i], 0.0) + idf.get(keys[i + 1], 0.0)) for i in range(len(keys) - 1)
     ]
@@ -91,9 +91,9 @@ def test_proximity_is_the_plain_definition_bit_for_bit(
 
 
 def codes_of(keys: list[str], words: tuple[str, ...], lowered: str | None) -> list[int]:
-    """A row's codes (relevance._starts_code) at the places _proximity reads by default."""
-    _, forms = relevance._root_places(keys)
-    return [relevance._starts_code(words, root_forms, lowered) for root_forms in forms]
+    """A row's codes (text_analysis._starts_code) at the places _proximity reads by default."""
+    _, forms = text_analysis.root_places(keys)
+    return [text_analysis._starts_code(words, root_forms, lowered) for root_forms in forms]
 
 
 # Words around the roots of WORDS: the root itself, longer words starting with it, words
@@ -120,14 +120,14 @@ def test_proximity_from_the_lowered_text_is_the_plain_definition(
     """With the lowered ASCII text beside its words, each root's positions are found by
     counting its places in the text (issue 21, round 7): the same boost, to the bit."""
     text = "".join(piece + separator for piece, separator in pieces)
-    words = tuple(relevance.words_of(text))
+    words = tuple(text_analysis.words_of(text))
     idf = dict(zip(WORDS, weights, strict=True))
     near = relevance._proximity(keys, idf)
     assert near is not None
     expected = plain_proximity(keys, idf, words, held)
     assert near(codes_of(keys, words, text.lower()), held, None) == expected
     # Codes not kept yet (None) are found when a pair held asks, and kept.
-    _, forms = relevance._root_places(keys)
+    _, forms = text_analysis.root_places(keys)
     codes: list[int | None] = [None] * len(forms)
     tables: list[dict[int, int]] = [{} for _ in forms]
     assert near(codes, held, (tables, forms, 7, words, text.lower())) == expected
@@ -144,14 +144,14 @@ def test_a_roots_positions_from_the_lowered_text_are_the_words_starting_with_it(
     key: str, pieces: list[tuple[str, str]]
 ) -> None:
     text = "".join(piece + separator for piece, separator in pieces)
-    words = tuple(relevance.words_of(text))
-    root = relevance._root(key)
+    words = tuple(text_analysis.words_of(text))
+    root = text_analysis.root_of(key)
     forms = (root,) if root == key else (root, key)
     expected = [at for at, word in enumerate(words) if word.startswith(root)]
-    assert sorted(relevance._starting(words, forms, text.lower())) == expected
-    assert sorted(relevance._starting(words, forms, None)) == expected
-    code = relevance._starts_code(words, forms, text.lower())
-    mask = relevance._as_mask(code) if code else 0
+    assert sorted(text_analysis._starting(words, forms, text.lower())) == expected
+    assert sorted(text_analysis._starting(words, forms, None)) == expected
+    code = text_analysis._starts_code(words, forms, text.lower())
+    mask = text_analysis.as_mask(code) if code else 0
     assert [at for at in range(len(words)) if mask >> at & 1] == expected
 
 
@@ -167,11 +167,11 @@ def test_a_roots_positions_from_the_lowered_text_are_the_words_starting_with_it(
 def test_a_code_holds_every_position_of_a_root(text: str) -> None:
     """A row's code (kept in SearchFacts.starts) decodes to the positions of the words
     starting with the root, in whatever order _starting lists them."""
-    words = tuple(relevance.words_of(text))
+    words = tuple(text_analysis.words_of(text))
     expected = [at for at, word in enumerate(words) if word.startswith("deploy")]
     for lowered in (text.lower(), None):
-        code = relevance._starts_code(words, ("deploy", "deployed"), lowered)
-        mask = relevance._as_mask(code) if code else 0
+        code = text_analysis._starts_code(words, ("deploy", "deployed"), lowered)
+        mask = text_analysis.as_mask(code) if code else 0
         assert [at for at in range(len(words)) if mask >> at & 1] == expected
 
 
@@ -233,7 +233,8 @@ def test_top_k_is_the_plain_definition_bit_for_bit(
 @settings(max_examples=500, deadline=None)
 def test_words_of_an_ascii_text_are_the_str_methods_words(text: str) -> None:
     """words_of lowers and translates an ASCII text as bytes: the same words as str's."""
-    assert relevance.words_of(text) == text.lower().translate(relevance._PUNCTUATION).split()
+    punctuation = text_analysis._PUNCTUATION
+    assert text_analysis.words_of(text) == text.lower().translate(punctuation).split()
 
 
 TEXT_WORDS = st.sampled_from([*WORDS, "the", "a", "Auth", "DEPLOYS", "jwt's", "café", "\t"])
@@ -263,7 +264,7 @@ def test_score_rows_with_kept_words_is_score_rows_without(
     def relevances(found: dict[str, Candidate]) -> list[tuple[str, float]]:
         return [(node_id, c.relevance) for node_id, c in found.items()]
 
-    relevance._text_words.cache_clear()
+    text_analysis.text_words.cache_clear()
     plain = relevances(relevance.score_rows(rows, matched, common, idf, len(query), query))
     for _ in range(2):  # analysed and kept, then read back
         found = relevance.score_rows(rows, matched, common, idf, len(query), query, texts=kept)
@@ -289,9 +290,9 @@ def test_phrase_as_a_run_of_words_is_the_phrase_pattern(parts: list[str], terms:
     """In printable ASCII text, the query's terms as consecutive words is what
     score_rows' phrase pattern finds."""
     text = " ".join(parts)
-    pattern = relevance._phrase_pattern(terms)  # compiled only where a text needs it
-    words = tuple(relevance.words_of(text))
-    assert relevance._holds_run(words, tuple(terms)) == (pattern.search(text) is not None)
+    pattern = text_analysis.phrase_pattern(terms)  # compiled only where a text needs it
+    words = tuple(text_analysis.words_of(text))
+    assert text_analysis.holds_run(words, tuple(terms)) == (pattern.search(text) is not None)
 
 
 @given(
@@ -338,7 +339,7 @@ def test_the_phrase_boost_is_earned_in_any_text(phrase: str, apart: str) -> None
         for seq, text in enumerate([apart, phrase], start=1)
     ]
     terms = ["auth", "token"]
-    relevance._text_words.cache_clear()
+    text_analysis.text_words.cache_clear()
     idf = dict.fromkeys(terms, 1.0)
     found = relevance.score_rows(rows, dict.fromkeys([1, 2], terms), [], idf, 2, terms)
     assert found["n2"].relevance == 1.0
