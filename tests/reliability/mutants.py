@@ -70,7 +70,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     "wal-switch-no-retry": [
         (
             "nervamem/storage/sqlite/__init__.py",
-            "_switch_to_wal(conn, self.busy_timeout_ms)",
+            "switch_to_wal(conn, self.busy_timeout_ms)",
             'conn.execute("PRAGMA journal_mode = WAL")',
             1,
         ),
@@ -85,7 +85,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "rollback-journal": [
         (
-            "nervamem/storage/sqlite/__init__.py",
+            "nervamem/storage/sqlite/files.py",
             'conn.execute("PRAGMA journal_mode = WAL")',
             'conn.execute("PRAGMA journal_mode = DELETE")',
             1,
@@ -93,7 +93,7 @@ MUTANTS: dict[str, list[tuple[str, str, str, int]]] = {
     ],
     "journal-off": [
         (
-            "nervamem/storage/sqlite/__init__.py",
+            "nervamem/storage/sqlite/files.py",
             'conn.execute("PRAGMA journal_mode = WAL")',
             'conn.execute("PRAGMA journal_mode = OFF")',
             1,

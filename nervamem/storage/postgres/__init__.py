@@ -78,6 +78,14 @@ from ...locate import (
 from ...state import State, state_from_text, state_text, validate_namespace
 from ..common import StorageBase, env_whole_number
 from ..engine import POSTGRESQL, Connection, Cursor
+from .errors import (
+    LOCK_TIMEOUT,
+    LOST,
+    QUERY_CANCELED,
+    encoding_hint,
+    first_line,
+    parse_error,
+)
 from .search import index_pending
 from .sql import FRAGMENTS, insert_rows
 
@@ -101,28 +109,9 @@ WRITE_LOCK_SQL = f"SELECT pg_advisory_xact_lock({LOCK_CLASS}, hashtext(current_s
 # recorded_at, default valid_from) comes from the one server every machine shares, so
 # machines with skewed clocks still write in the order their transactions committed.
 WRITE_LOCK_AND_TIME_SQL = WRITE_LOCK_SQL + ", clock_timestamp()"
-# SQLSTATEs (PostgreSQL, appendix A) that mean: the server or the connection went away.
-_LOST = ("08", "57P01", "57P02", "57P03")
-_LOCK_TIMEOUT = "55P03"
-_QUERY_CANCELED = "57014"
 # Nodes indexed by one transaction from which refresh_statistics looks at the planner's
 # statistics (a bulk write: store_many, an import).
 ANALYZE_AFTER_ROWS = 1000
-
-
-def parse_error(message: str, secrets: Iterable[str]) -> str:
-    """libpq's complaint about a URL it cannot parse, with every quoted part that holds
-    the URL or a password cut out: libpq quotes the whole URI, or the piece it choked
-    on, which may be the password."""
-    hidden = list(secrets)
-
-    def keep(match: re.Match[str]) -> str:
-        quoted = match.group(0)
-        if "://" in quoted or "@" in quoted or any(s in quoted for s in hidden):
-            return '"…"'
-        return quoted
-
-    return re.sub(r'"[^"]*"', keep, message)
 
 
 def companion_folder() -> Path:
@@ -292,7 +281,7 @@ class PostgresStorage(StorageBase):
         except psycopg.Error as exc:
             raise BadInputError(
                 "the PostgreSQL URL does not parse (not shown: it may hold a password): "
-                + self.scrub(parse_error(_first_line(exc), self.secrets))
+                + self.scrub(parse_error(first_line(exc), self.secrets))
             ) from None
         try:
             raw = psycopg.connect(
@@ -303,8 +292,8 @@ class PostgresStorage(StorageBase):
             )
         except psycopg.Error as exc:
             raise StoreError(
-                f"cannot connect to {self.location}: {self.scrub(_first_line(exc))}"
-                + _encoding_hint(self.url)
+                f"cannot connect to {self.location}: {self.scrub(first_line(exc))}"
+                + encoding_hint(self.url)
             ) from None
         except ValueError as exc:  # a URL libpq cannot parse
             raise BadInputError(f"{self.location} is not a usable PostgreSQL URL: {exc}") from None
@@ -390,20 +379,20 @@ class PostgresStorage(StorageBase):
         if not isinstance(exc, psycopg.Error):
             return exc if isinstance(exc, Exception) else StoreError(str(exc))
         state = exc.sqlstate or ""
-        text = self.scrub(_first_line(exc))
+        text = self.scrub(first_line(exc))
         broken = isinstance(exc, psycopg.OperationalError) and self._lost()
-        if state.startswith(_LOST) or broken:
+        if state.startswith(LOST) or broken:
             self._drop()
             return ConnectionLostError(
                 f"lost the connection to {self.location} ({text}); "
                 "the command's changes were not committed"
             )
-        if state == _LOCK_TIMEOUT:
+        if state == LOCK_TIMEOUT:
             return StoreLockedError(
                 f"{self.location} stayed locked by another writer for "
                 f"{self.busy_timeout_ms / 1000:g}s; nothing was written"
             )
-        if state == _QUERY_CANCELED:
+        if state == QUERY_CANCELED:
             return StoreError(
                 f"a statement on {self.location} ran longer than {ENV_STATEMENT_TIMEOUT}="
                 f"{self.statement_timeout_ms}; nothing was written"
@@ -519,7 +508,7 @@ class PostgresStorage(StorageBase):
                 if isinstance(error, StoreLockedError)
                 else error.detail
                 if isinstance(error, DatabaseFault)
-                else _first_line(error)
+                else first_line(error)
             )
             return f"the server's table files still hold the purged bytes ({reason}); {todo}"
 
@@ -604,18 +593,5 @@ def refresh_statistics(conn: Connection) -> None:
         conn.execute("ANALYZE mem_nodes, mem_aliases, mem_edges")
 
 
-def _encoding_hint(url: str) -> str:
-    """A hint for a URL whose user or password holds an unencoded ``@``."""
-    user_info = url.partition("://")[2].split("?", 1)[0].rpartition("@")[0]
-    if "@" not in user_info:
-        return ""
-    return " (percent-encode special characters in the user and password: @ as %40)"
-
-
 def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

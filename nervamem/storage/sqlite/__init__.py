@@ -17,10 +17,8 @@ state.yaml happens inside a transaction, so under the write lock.
 
 from __future__ import annotations
 
-import errno
 import os
 import sqlite3
-import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,13 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...errors import (
-    BadInputError,
-    IntegrityViolation,
-    NervamemError,
-    StoreError,
-    StoreLockedError,
-)
+from ...errors import IntegrityViolation, StoreError, StoreLockedError
 from ...ids import RandomSource, random_bits
 from ...locate import resolve_db_path, shown_path
 from ...quarantine.cpython_sqlite import skip_checkpoint_on_close as _skip_checkpoint_on_close
@@ -43,6 +35,13 @@ from ...state import State, load_state, validate_namespace
 from ...state import save_state as write_state_file
 from ..common import StorageBase, env_whole_number
 from ..engine import SQLITE, Clock
+from .files import (
+    check_path_length,
+    check_store_file,
+    path_error,
+    switch_to_wal,
+    wal_has_frames,
+)
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 from .sql import FRAGMENTS, insert_rows, max_variables, widen_cache
 
@@ -133,14 +132,14 @@ class Storage(StorageBase):
 
     def _open(self) -> sqlite3.Connection:
         path = self.path
-        _check_store_file(path)
-        _check_path_length(path)
+        check_store_file(path)
+        check_path_length(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise _path_error(exc, f"cannot create {shown_path(path.parent)}") from None
+            raise path_error(exc, f"cannot create {shown_path(path.parent)}") from None
         # Writes another process left in the -wal (a recall's access counts): see close().
-        self._found_wal_frames = _wal_has_frames(f"{path}-wal")
+        self._found_wal_frames = wal_has_frames(f"{path}-wal")
         try:
             conn = self._connect(path, read_only=False)
         except sqlite3.OperationalError as exc:
@@ -181,7 +180,7 @@ class Storage(StorageBase):
                 # SQLite cannot create in a read-only folder (since 3.22 it reads through
                 # an existing read-only one). Without one, no other connection has the
                 # store open.
-                if _wal_has_frames(wal):
+                if wal_has_frames(wal):
                     # A leftover -wal holds writes not yet in the file. SQLite builds the
                     # WAL index in memory for a connection in exclusive locking mode
                     # (wal.html, "WAL without shared memory"); the lock-free VFS lets it
@@ -205,7 +204,7 @@ class Storage(StorageBase):
             if not read_only:
                 mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
                 if str(mode).lower() != "wal" and _may_convert_to_wal(conn):
-                    _switch_to_wal(conn, self.busy_timeout_ms)
+                    switch_to_wal(conn, self.busy_timeout_ms)
                 # FULL: a commit that returned survives power loss, not only a crash.
                 conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -549,18 +548,6 @@ def drop_index_samples(conn: sqlite3.Connection) -> None:
             conn.execute(f"DELETE FROM {table}")
 
 
-_NOT_REGULAR = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a named pipe"),
-    (stat.S_ISSOCK, "a socket"),
-)
-WAL_HEADER_BYTES = 32
-WAL_FRAME_HEADER_BYTES = 24
-MIN_PAGE_BYTES = 512
-
-
 def _may_convert_to_wal(conn: sqlite3.Connection) -> bool:
     """Only an empty file or a store this version understands is switched to WAL: another
     program's database, or a newer store, is refused by _migrate and must stay untouched."""
@@ -570,74 +557,3 @@ def _may_convert_to_wal(conn: sqlite3.Connection) -> bool:
     return not conn.execute(
         "SELECT 1 FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' LIMIT 1"
     ).fetchone()
-
-
-def _switch_to_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
-    """PRAGMA journal_mode = WAL needs an exclusive lock, and when several processes
-    open a new store at once SQLite answers 'locked' at once instead of calling the busy
-    handler: retry until the busy timeout, as the handler would have waited."""
-    deadline = time.monotonic() + busy_timeout_ms / 1000
-    while True:
-        try:
-            # A file system without WAL support answers with the old mode, no error:
-            # that is accepted at once, as before.
-            conn.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() >= deadline:
-                raise
-        time.sleep(0.01)
-
-
-def _check_store_file(path: Path) -> None:
-    """Refuse a path that exists but is not a regular file before SQLite touches it: it
-    would open /dev/null and leave /dev/null-journal behind, or wait on a named pipe."""
-    try:
-        mode = path.stat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return  # created on first use; a parent that is a file fails at mkdir
-    except OSError as exc:
-        raise _path_error(exc, f"cannot use {shown_path(path)}") from None
-    if not stat.S_ISREG(mode):
-        what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
-        raise StoreError(f"{shown_path(path)} is {what}, not a nervamem store")
-
-
-# The longest full path, in bytes, of a file SQLite opens: its unix VFS's MAX_PATHNAME
-# (512), less the 8 the pager keeps for the "-journal" it may add (pager.c). SQLite
-# refuses a longer one ("unable to open database file") only after nervamem has made
-# the folders it names.
-SQLITE_MAX_PATH_BYTES = 512 - 8
-
-
-def _check_path_length(path: Path) -> None:
-    """BadInputError for a store path no SQLite file can have, before anything is made."""
-    length = len(os.fsencode(os.path.abspath(path)))
-    if length > SQLITE_MAX_PATH_BYTES:
-        raise BadInputError(
-            f"cannot use {shown_path(path)}: the path is too long for SQLite (at most "
-            f"{SQLITE_MAX_PATH_BYTES} bytes as a full path, {length} here)"
-        )
-
-
-def _path_error(exc: OSError, doing: str) -> NervamemError:
-    if exc.errno == errno.ENAMETOOLONG:  # the path the user gave, not the store, is wrong
-        return BadInputError(f"{doing}: the path is too long for this system")
-    return StoreError(f"{doing}: {exc.strerror or exc}")
-
-
-def _wal_has_frames(wal: str) -> bool:
-    """Whether a -wal file holds at least one whole frame. SQLite ignores a shorter one
-    (nothing in it was ever committed); one that cannot be read is assumed to matter."""
-    try:
-        with open(wal, "rb") as handle:
-            header = handle.read(WAL_HEADER_BYTES)
-            size = os.fstat(handle.fileno()).st_size
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    if len(header) < WAL_HEADER_BYTES:
-        return False
-    page = max(int.from_bytes(header[8:12], "big"), MIN_PAGE_BYTES)
-    return size >= WAL_HEADER_BYTES + WAL_FRAME_HEADER_BYTES + page
