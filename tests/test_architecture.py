@@ -182,8 +182,6 @@ ENGINE_NAMES = frozenset({"SQLITE", "POSTGRESQL", "dialect_of", "IGNORE_EXISTING
 # MemoryStore.engine: the public property that names the engine (API, `stats`), the
 # one place outside storage/ that reads it without choosing anything by it.
 PUBLIC_ENGINE_NAME = {"nervamem.store": 1}
-# Modules still asking which engine they are on: none since issue 32 (keep it empty).
-NOT_CONVERTED_YET: dict[str, int] = {}
 
 
 def engine_checks(source: str, current: str, is_package: bool) -> list[str]:
@@ -223,7 +221,7 @@ def test_features_never_ask_which_database_they_are_on() -> None:
     """Engines own their differences (issue 32): outside nervamem/storage/ no module
     imports an engine's module or chooses by the engine's name; each asks the Storage
     for a capability instead (storage.sql, insert_rows, prepare_bulk_write, store_file,
-    refusals). Only the listed modules may still hold checks, no more than listed."""
+    refusals). The public MemoryStore.engine property is the one name left."""
     counts: dict[str, int] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         module = _module_name(path)
@@ -232,7 +230,7 @@ def test_features_never_ask_which_database_they_are_on() -> None:
         checks = engine_checks(path.read_text(encoding="utf-8"), module, path.name == "__init__.py")
         if checks:
             counts[module] = len(checks)
-    assert counts == {**PUBLIC_ENGINE_NAME, **NOT_CONVERTED_YET}
+    assert counts == PUBLIC_ENGINE_NAME
 
 
 def test_the_count_sees_every_form_of_asking() -> None:
